@@ -1,0 +1,186 @@
+#pragma once
+// The atomic alias, fences, and the futex-style wait/wake every blocking path goes through.
+//
+// Every atomic shared between threads in spindle is a `detail::atomic<T>`, every thread fence
+// is `detail::fence_seq_cst()`, every sleep is `detail::futex_wait*` and every spin step is
+// `detail::spin_pause()` or `detail::thread_yield()`. This is the only file that names
+// std::atomic. In a normal build each of these is the standard facility at zero cost; with
+// SPINDLE_MODEL_CHECK defined they are the instrumented versions from
+// <spindle/model/atomic.hpp>, which yield to a deterministic scheduler before each operation
+// so tests can explore and replay thread interleavings.
+//
+// Fences. ThreadSanitizer does not model std::atomic_thread_fence (and GCC 12 rejects it under
+// -fsanitize=thread with -Werror=tsan), so the library uses no acquire or release fences at
+// all: it uses release stores and acquire loads instead. The one fence it needs, seq_cst (the
+// store->load barrier of Dekker-style protocols), is a seq_cst read-modify-write on a private
+// word under TSan: it has the same effect on the fence's own thread, and TSan understands it.
+//
+// Payload race hooks. `note_read`/`note_write` mark plain (non-atomic) accesses to shared
+// payload storage. They compile to nothing outside model checking; under the model checker
+// they feed its vector-clock race detector, so a missing release/acquire pair on a slot is
+// reported even on x86, where the hardware would never show it.
+
+#include <spindle/detail/config.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#if defined(SPINDLE_MODEL_CHECK)
+#include <spindle/model/atomic.hpp>
+#else
+#if defined(__linux__)
+#include <climits>
+#include <ctime>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
+
+#if defined(SPINDLE_ARCH_X86) && !defined(SPINDLE_MODEL_CHECK)
+#include <immintrin.h>
+#endif
+
+namespace spindle::detail {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+#if defined(SPINDLE_MODEL_CHECK)
+
+template <class T>
+using atomic = ::spindle::model::atomic<T>;
+
+inline void fence_seq_cst() noexcept { ::spindle::model::fence(std::memory_order_seq_cst); }
+inline void spin_pause() noexcept { ::spindle::model::spin_pause(); }
+inline void thread_yield() noexcept { ::spindle::model::thread_yield(); }
+inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+  ::spindle::model::futex_wait(word, expected);
+}
+inline auto futex_wait_until(atomic<std::uint32_t>& word, std::uint32_t expected,
+                             steady_time deadline) noexcept -> bool {
+  return ::spindle::model::futex_wait_until(word, expected, deadline);
+}
+inline void futex_wake_one(atomic<std::uint32_t>& word) noexcept {
+  ::spindle::model::futex_wake_one(word);
+}
+inline void futex_wake_all(atomic<std::uint32_t>& word) noexcept {
+  ::spindle::model::futex_wake_all(word);
+}
+inline void note_read(void const* addr, std::size_t size) noexcept {
+  ::spindle::model::note_read(addr, size);
+}
+inline void note_write(void const* addr, std::size_t size) noexcept {
+  ::spindle::model::note_write(addr, size);
+}
+
+#else
+
+template <class T>
+using atomic = std::atomic<T>;
+
+#if defined(SPINDLE_TSAN)
+inline auto tsan_fence_word() noexcept -> std::atomic<std::uint64_t>& {
+  static std::atomic<std::uint64_t> word{0};
+  return word;
+}
+#endif
+
+/// A full store->load barrier: no load after it may be satisfied before every store before it
+/// is visible to all threads. Callers name the fence or seq_cst operation it pairs with.
+inline void fence_seq_cst() noexcept {
+#if defined(SPINDLE_TSAN)
+  // seq_cst: stands in for the fence under TSan, see the file comment.
+  tsan_fence_word().fetch_add(0, std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+/// One step of a busy-wait: tells the CPU we are spinning (PAUSE on x86, YIELD on arm).
+inline void spin_pause() noexcept {
+#if defined(SPINDLE_ARCH_X86)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+/// Gives the rest of this time slice to another runnable thread.
+inline void thread_yield() noexcept { std::this_thread::yield(); }
+
+#if defined(__linux__)
+static_assert(sizeof(atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                  atomic<std::uint32_t>::is_always_lock_free,
+              "futex words must be plain 32-bit words");
+
+inline auto futex_word(atomic<std::uint32_t>& word) noexcept -> std::uint32_t* {
+  // SAFETY: std::atomic<uint32_t> is lock-free and has the size of uint32_t (asserted above);
+  // the kernel only compares and sleeps on the address, it never writes through it.
+  return reinterpret_cast<std::uint32_t*>(&word);
+}
+#endif
+
+/// Sleeps while `word == expected`. May return spuriously; callers re-check in a loop.
+/// The comparison is atomic with going to sleep, so a wake that follows a change of `word`
+/// is never lost.
+inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+#if defined(__linux__)
+  ::syscall(SYS_futex, futex_word(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+#else
+  word.wait(expected, std::memory_order_relaxed);
+#endif
+}
+
+/// As futex_wait, but gives up at `deadline`. Returns false when the deadline has passed.
+inline auto futex_wait_until(atomic<std::uint32_t>& word, std::uint32_t expected,
+                             steady_time deadline) noexcept -> bool {
+  auto const now = std::chrono::steady_clock::now();
+  if (now >= deadline) {
+    return false;
+  }
+#if defined(__linux__)
+  // steady_clock is CLOCK_MONOTONIC on Linux, which FUTEX_WAIT_BITSET uses for its absolute
+  // timeout, so the deadline needs no conversion and no drift accumulates across retries.
+  auto const since_epoch = deadline.time_since_epoch();
+  auto const secs = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(secs.count());
+  ts.tv_nsec = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - secs).count());
+  ::syscall(SYS_futex, futex_word(word), FUTEX_WAIT_BITSET_PRIVATE, expected, &ts, nullptr,
+            FUTEX_BITSET_MATCH_ANY);
+#else
+  // Portable fallback: poll with a short sleep; correct, not efficient.
+  if (word.load(std::memory_order_relaxed) == expected) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+#endif
+  return std::chrono::steady_clock::now() < deadline;
+}
+
+/// Wakes at most one thread sleeping in futex_wait on `word`.
+inline void futex_wake_one(atomic<std::uint32_t>& word) noexcept {
+#if defined(__linux__)
+  ::syscall(SYS_futex, futex_word(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+#else
+  word.notify_one();
+#endif
+}
+
+/// Wakes every thread sleeping in futex_wait on `word`.
+inline void futex_wake_all(atomic<std::uint32_t>& word) noexcept {
+#if defined(__linux__)
+  ::syscall(SYS_futex, futex_word(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+#else
+  word.notify_all();
+#endif
+}
+
+inline void note_read(void const* /*addr*/, std::size_t /*size*/) noexcept {}
+inline void note_write(void const* /*addr*/, std::size_t /*size*/) noexcept {}
+
+#endif
+
+}  // namespace spindle::detail

@@ -1,0 +1,10 @@
+#pragma once
+// spindle's version, for code that needs to check it at compile time.
+
+namespace spindle {
+
+inline constexpr int version_major = 0;
+inline constexpr int version_minor = 1;
+inline constexpr int version_patch = 0;
+
+}  // namespace spindle

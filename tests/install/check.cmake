@@ -1,0 +1,25 @@
+# Installs spindle from SOURCE_DIR into a scratch prefix under WORK_DIR, then configures, builds
+# and runs tests/install/consumer twice: once with find_package(spindle CONFIG REQUIRED) against
+# the prefix, once with add_subdirectory on the source tree.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}")
+  endif()
+endfunction()
+
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_INSTALL_PREFIX=${prefix}
+    -DSPINDLE_BUILD_TESTS=OFF -DSPINDLE_BUILD_BENCH=OFF -DSPINDLE_BUILD_EXAMPLES=OFF)
+run(${CMAKE_COMMAND} --install ${WORK_DIR}/lib)
+
+foreach(mode find_package add_subdirectory)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/${mode}
+      -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix}
+      -DSPINDLE_CONSUME=${mode} -DSPINDLE_SOURCE_DIR=${SOURCE_DIR})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/${mode})
+  run(${WORK_DIR}/${mode}/consumer)
+endforeach()
