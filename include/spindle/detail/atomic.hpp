@@ -12,8 +12,9 @@
 // Fences. ThreadSanitizer does not model std::atomic_thread_fence (and GCC 12 rejects it under
 // -fsanitize=thread with -Werror=tsan), so the library uses no acquire or release fences at
 // all: it uses release stores and acquire loads instead. The one fence it needs, seq_cst (the
-// store->load barrier of Dekker-style protocols), is a seq_cst read-modify-write on a private
-// word under TSan: it has the same effect on the fence's own thread, and TSan understands it.
+// store->load barrier of Dekker-style protocols), is a seq_cst read-modify-write on a
+// thread-private word under TSan: a full barrier on the fence's own thread, and TSan sees no
+// edge to other threads, so it cannot hide a real race.
 //
 // Payload race hooks. `note_read`/`note_write` mark plain (non-atomic) accesses to shared
 // payload storage. They compile to nothing outside model checking; under the model checker
@@ -80,19 +81,15 @@ inline void note_write(void const* addr, std::size_t size) noexcept {
 template <class T>
 using atomic = std::atomic<T>;
 
-#if defined(SPINDLE_TSAN)
-inline auto tsan_fence_word() noexcept -> std::atomic<std::uint64_t>& {
-  static std::atomic<std::uint64_t> word{0};
-  return word;
-}
-#endif
-
 /// A full store->load barrier: no load after it may be satisfied before every store before it
 /// is visible to all threads. Callers name the fence or seq_cst operation it pairs with.
 inline void fence_seq_cst() noexcept {
 #if defined(SPINDLE_TSAN)
-  // seq_cst: stands in for the fence under TSan, see the file comment.
-  tsan_fence_word().fetch_add(0, std::memory_order_seq_cst);
+  // seq_cst: stands in for the fence under TSan, see the file comment. The word is private to
+  // the thread, so the RMW is a full barrier here without giving TSan a happens-before edge
+  // between threads that the real fence would not create.
+  thread_local std::atomic<std::uint64_t> word{0};
+  word.fetch_add(0, std::memory_order_seq_cst);
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif

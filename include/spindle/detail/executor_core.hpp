@@ -1,0 +1,519 @@
+#pragma once
+// The executor's engine: worker threads, their deques, the injector, finding work, parking,
+// helping while waiting, and shutdown. The public face is spindle/executor.hpp.
+//
+// Scheduling (RESEARCH.md §1.7 crossbeam-deque's find-task loop, §2.1 tokio, (b) 10):
+// - Each worker owns a Chase-Lev `worker<task*>` (LIFO). Tasks a worker submits go to its own
+//   deque; tasks from other threads go to the injector (detail/injector.hpp).
+// - find_task: every 61st tick the injector first (tokio/Go's fairness interval, so local
+//   spawning cannot starve outside submissions), then the own deque, then the injector (a
+//   batch: len / workers + 1, at most 32), then steal_batch_and_pop from victims in a random
+//   rotation, repeated while a steal says `retry`.
+// - Searching and parking follow tokio's idle protocol with an explicit Dekker pairing; see
+//   detail/idle.hpp for the argument and its tags (N1), (P1).
+// - Help-first waiting: a worker that waits for a completion (join, join_handle::join,
+//   task_group::wait) runs other tasks meanwhile and parks only when nothing is runnable.
+//
+// Shutdown: `shutdown()` closes the injector, under its lock, so an outside submission either
+// got in before (and is in the queue) or fails; then it sets `stopping_`. Workers keep running
+// tasks, including tasks those tasks spawn. A worker that finds nothing and sees every worker
+// idle at top level (not inside a task) and every queue empty declares `terminated_`, and all
+// workers exit. No accepted task is dropped: each sits in a queue or is running, and either
+// keeps some worker out of the idle state.
+//
+// Allocation was profiled for the one-outside-producer case (perf, 1,000,000 posts): malloc and
+// free are about a fifth of the samples, the rest is the injector and running the tasks. A
+// per-thread node cache does not help that case (nodes are allocated by the producer and freed
+// by the workers), and one that returns nodes to their allocating thread needs a lifetime
+// protocol for threads that exit with nodes outstanding; it was left out.
+//
+// Synchronization:
+//   stopping_    set once by shutdown() (seq_cst) after closing the injector; read by idle
+//                workers. Once a worker sees it, no outside push can follow (the injector's
+//                lock orders every successful push before the close).
+//   idle_top_    workers at top level between their decision to park and their wake.
+//   terminated_  set once by the last idle worker; read by workers.
+//   started_     worker threads running; set before they start (or lowered before shutdown
+//                when a thread failed to start).
+//   worker_ctx::counters  written by the owner (relaxed), read by stats() (relaxed).
+
+#include <spindle/deque.hpp>
+#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/backoff.hpp>
+#include <spindle/detail/cache_padded.hpp>
+#include <spindle/detail/executor_latch.hpp>
+#include <spindle/detail/idle.hpp>
+#include <spindle/detail/injector.hpp>
+#include <spindle/detail/mutex.hpp>
+#include <spindle/detail/task.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace spindle {
+
+/// Counters of one worker. Relaxed snapshots: exact once the executor is idle or shut down.
+struct worker_stats {
+  std::uint64_t tasks_run = 0;
+  std::uint64_t tasks_stolen = 0;
+  std::uint64_t steal_attempts = 0;
+  std::uint64_t times_parked = 0;
+};
+
+}  // namespace spindle
+
+namespace spindle::detail {
+
+class executor_core;
+
+/// Checks the injector first every this many tasks (tokio and Go use 61).
+inline constexpr std::uint32_t injector_interval = 61;
+/// Most tasks a worker moves from the injector at once.
+inline constexpr std::size_t injector_batch = 32;
+
+struct worker_counters {
+  atomic<std::uint64_t> tasks_run{0};
+  atomic<std::uint64_t> tasks_stolen{0};
+  atomic<std::uint64_t> steal_attempts{0};
+  atomic<std::uint64_t> times_parked{0};
+
+  // relaxed: a statistic written only by the owning worker.
+  static void bump(atomic<std::uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+};
+
+/// What a worker thread owns.
+struct worker_ctx {
+  worker_ctx(executor_core* c, std::size_t i) : core(c), index(i), rng(0x9e3779b9U * (i + 1)) {}
+
+  executor_core* core;
+  std::size_t index;
+  spindle::worker<task*> deque{deque_order::lifo};
+  std::uint32_t tick = 0;
+  std::uint32_t rng;
+  bool searching = false;
+  bool force_search = false;
+  cache_padded<worker_counters> counters;
+};
+
+/// The worker the calling thread is, or nullptr outside any executor's workers.
+inline thread_local worker_ctx* current_worker = nullptr;
+
+class executor_core {
+ public:
+  using exception_handler = std::function<void(std::exception_ptr)>;
+
+  /// Throws: std::invalid_argument if workers == 0; std::system_error if a thread cannot start.
+  executor_core(std::size_t workers, exception_handler on_unhandled)
+      : idle_(check_count(workers)), handler_(std::move(on_unhandled)) {
+    ctxs_.reserve(workers);
+    stealers_.reserve(workers);
+    for (std::size_t i = 0; i < workers; ++i) {
+      ctxs_.push_back(std::make_unique<worker_ctx>(this, i));
+      stealers_.push_back(ctxs_.back()->deque.stealer());
+    }
+    threads_.reserve(workers);
+    // relaxed: no worker runs yet; the thread start publishes it.
+    started_.store(workers, std::memory_order_relaxed);
+    try {
+      for (std::size_t i = 0; i < workers; ++i) {
+        threads_.emplace_back([this, i] { worker_main(*ctxs_[i]); });
+      }
+    } catch (...) {
+      // Only the threads that started take part in the quiescence check.
+      // seq_cst: read by try_terminate() after it sees stopping_, which shutdown() sets next.
+      started_.store(threads_.size(), std::memory_order_seq_cst);
+      shutdown();
+      throw;
+    }
+  }
+
+  executor_core(executor_core const&) = delete;
+  auto operator=(executor_core const&) -> executor_core& = delete;
+
+  ~executor_core() {
+    if (current_worker != nullptr && current_worker->core == this) {
+      std::fputs("spindle: executor destroyed from one of its own workers\n", stderr);
+      std::terminate();
+    }
+    shutdown();
+  }
+
+  [[nodiscard]] auto worker_count() const noexcept -> std::size_t { return ctxs_.size(); }
+
+  /// The calling thread's worker context if it is a worker of this executor.
+  [[nodiscard]] auto local() const noexcept -> worker_ctx* {
+    worker_ctx* const w = current_worker;
+    return w != nullptr && w->core == this ? w : nullptr;
+  }
+
+  /// The parker worker `w` sleeps on (a completion's fixed waiter for jobs `w` waits for).
+  [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& {
+    return idle_.parker_of(w.index);
+  }
+
+  /// Queues `t`. On a worker of this executor: its own deque. Elsewhere: the injector.
+  /// Throws: std::logic_error after shutdown (t is untouched); std::bad_alloc.
+  void submit(task* t) {
+    if (worker_ctx* const w = local()) {
+      w->deque.push(t);
+      // (N1): a task that outlives its spawner's attention (the spawner may block on
+      // something else) must not sit in a deque while every other worker sleeps; pairs with
+      // the fence after (P1) in park(). Only join skips this, see push_local().
+      fence_seq_cst();
+      if (idle_.should_wake()) {
+        idle_.wake_one();
+      }
+    } else {
+      submit_outside(t);
+    }
+  }
+
+  /// join's push: onto the calling worker's own deque, waking a sleeper if nobody searches.
+  void push_local(worker_ctx& w, task* t) {
+    w.deque.push(t);
+    // No (N1) fence here: join's owner pops the job back itself unless a thief took it, so a
+    // missed wake costs parallelism, never progress (rayon makes the same trade for its
+    // local jobs). A fence per fork would cost about as much as the rest of the fork.
+    if (idle_.should_wake()) [[unlikely]] {
+      idle_.wake_one();
+    }
+  }
+
+  /// Waits until `done` is set. A worker of this executor runs other tasks meanwhile; any
+  /// other thread sleeps.
+  void wait(completion& done) noexcept {
+    if (worker_ctx* const w = local()) {
+      while (task* t = next_task(*w, &done)) {
+        run(*w, t);
+      }
+    } else {
+      done.wait_outside(outside_parker());
+    }
+  }
+
+  /// Runs a task popped by the calling worker.
+  void run(worker_ctx& w, task* t) noexcept {
+    worker_counters::bump(w.counters.value.tasks_run);
+    t->run(t);
+  }
+
+  /// Reports an exception that escaped a posted task.
+  void report(std::exception_ptr e) noexcept {
+    exception_handler h;
+    {
+      std::lock_guard guard(handler_mu_);
+      h = handler_;
+    }
+    if (h) {
+      try {
+        h(std::move(e));
+        return;
+      } catch (...) {
+        std::fputs("spindle: the unhandled-exception handler threw\n", stderr);
+        std::terminate();
+      }
+    }
+    std::fputs("spindle: an exception escaped a task passed to executor::post\n", stderr);
+    std::terminate();
+  }
+
+  static void report_thunk(void* core, std::exception_ptr e) noexcept {
+    static_cast<executor_core*>(core)->report(std::move(e));
+  }
+
+  void set_handler(exception_handler h) {
+    std::lock_guard guard(handler_mu_);
+    handler_ = std::move(h);
+  }
+
+  /// Finishes every accepted task, then joins the workers. Idempotent; concurrent callers all
+  /// return after the workers have exited.
+  /// Throws: std::logic_error when called from one of this executor's workers.
+  void shutdown() {
+    if (local() != nullptr) {
+      throw std::logic_error("spindle::executor::shutdown called from one of its own workers");
+    }
+    std::lock_guard guard(shutdown_mu_);
+    injector_.close();
+    // seq_cst: read by try_terminate(); the close above happens-before it, so a worker that
+    // sees stopping_ sees every push the injector accepted.
+    stopping_.store(true, std::memory_order_seq_cst);
+    // Sleepers re-evaluate: the last one to park again sees stopping_ and quiescence.
+    idle_.wake_all();
+    for (auto& t : threads_) {
+      if (t.joinable()) {
+        t.join();
+      }
+    }
+  }
+
+  [[nodiscard]] auto stats() const -> std::vector<worker_stats> {
+    std::vector<worker_stats> out;
+    out.reserve(ctxs_.size());
+    for (auto const& w : ctxs_) {
+      auto const& c = w->counters.value;
+      worker_stats s;
+      // relaxed (all four): statistics written by their owner only; see worker_counters.
+      s.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
+      s.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
+      s.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
+      s.times_parked = c.times_parked.load(std::memory_order_relaxed);
+      out.push_back(s);
+    }
+    return out;
+  }
+
+ private:
+  static auto check_count(std::size_t workers) -> std::size_t {
+    if (workers == 0) {
+      throw std::invalid_argument("spindle::executor needs at least one worker");
+    }
+    return workers;
+  }
+
+  void submit_outside(task* t) {
+    if (!injector_.push(t)) {
+      throw std::logic_error("spindle::executor: spawn or post after shutdown");
+    }
+    // (N1): the push is published before we look for sleepers; pairs with the fence after
+    // (P1) in next_task(): either we see the sleeper or its re-check sees the task.
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
+  }
+
+  void worker_main(worker_ctx& w) {
+    current_worker = &w;
+    while (task* t = next_task(w, nullptr)) {
+      run(w, t);
+    }
+    current_worker = nullptr;
+  }
+
+  auto next_random(worker_ctx& w) noexcept -> std::uint32_t {
+    // xorshift32: victim rotation only.
+    w.rng ^= w.rng << 13U;
+    w.rng ^= w.rng >> 17U;
+    w.rng ^= w.rng << 5U;
+    return w.rng;
+  }
+
+  auto from_injector(worker_ctx& w) noexcept -> task* {
+    return injector_.pop_batch(ctxs_.size(), injector_batch, [&w](task* t) noexcept {
+      // The deque grows by allocation; if that fails, run the task here instead of losing it.
+      try {
+        w.deque.push(t);
+      } catch (...) {
+        t->run(t);
+      }
+    });
+  }
+
+  auto steal(worker_ctx& w) noexcept -> task* {
+    std::size_t const n = ctxs_.size();
+    if (n == 1) {
+      return nullptr;
+    }
+    for (int round = 0; round < 4; ++round) {
+      bool retry = false;
+      std::size_t const start = next_random(w) % n;
+      for (std::size_t k = 0; k < n; ++k) {
+        std::size_t const v = (start + k) % n;
+        if (v == w.index) {
+          continue;
+        }
+        worker_counters::bump(w.counters.value.steal_attempts);
+        auto r = stealers_[v].steal_batch_and_pop(w.deque);
+        if (r.is_success()) {
+          worker_counters::bump(w.counters.value.tasks_stolen);
+          return *r.value;
+        }
+        retry = retry || r.is_retry();
+      }
+      if (!retry) {
+        return nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  /// One pass over every place a task can be.
+  auto find_task(worker_ctx& w) noexcept -> task* {
+    if (++w.tick % injector_interval == 0) {
+      if (task* t = from_injector(w)) {
+        return t;
+      }
+    }
+    if (auto t = w.deque.pop()) {
+      return *t;
+    }
+    if (task* t = from_injector(w)) {
+      return t;
+    }
+    if (!w.searching) {
+      if (w.force_search) {
+        w.force_search = false;
+        w.searching = idle_.force_begin_search();
+      } else {
+        w.searching = idle_.try_begin_search();
+      }
+      if (!w.searching) {
+        return nullptr;
+      }
+    }
+    return steal(w);
+  }
+
+  /// Called when a searcher found work: the last searcher wakes the next sleeper.
+  void found_work(worker_ctx& w) noexcept {
+    if (w.searching) {
+      w.searching = false;
+      if (idle_.end_search() && idle_.should_wake()) {
+        idle_.wake_one();
+      }
+    }
+  }
+
+  /// Whether any queue holds a task; run after a (P1) fence.
+  [[nodiscard]] auto work_visible() const noexcept -> bool {
+    if (!injector_.looks_empty()) {
+      return true;
+    }
+    for (auto const& s : stealers_) {
+      if (!s.empty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// The next task for worker `w`, or nullptr when `until` is set (helping wait) or, at top
+  /// level (`until == nullptr`), when the executor has terminated.
+  auto next_task(worker_ctx& w, completion* until) noexcept -> task* {
+    backoff spin;
+    for (;;) {
+      if (until != nullptr && until->is_set()) {
+        // Back to the waiting task: a searcher must not stay counted while it runs it, or
+        // notifiers would skip waking sleepers for as long as that task takes.
+        found_work(w);
+        return nullptr;
+      }
+      if (task* t = find_task(w)) {
+        found_work(w);
+        return t;
+      }
+      if (!spin.is_completed()) {
+        spin.snooze();
+        continue;
+      }
+      if (until == nullptr) {
+        // acquire: pairs with the release store of terminated_ in try_terminate().
+        if (terminated_.load(std::memory_order_acquire)) {
+          return nullptr;
+        }
+      } else if (!until->arm(&idle_.parker_of(w.index))) {
+        found_work(w);
+        return nullptr;
+      }
+      if (park(w, until)) {
+        return nullptr;
+      }
+      spin.reset();
+    }
+  }
+
+  /// Parks worker `w` unless work turns up. Returns true when the worker must exit.
+  auto park(worker_ctx& w, completion* until) noexcept -> bool {
+    bool const top = until == nullptr;
+    if (top) {
+      // seq_cst: ordered with the quiescence check's load in try_terminate().
+      idle_top_.value.fetch_add(1, std::memory_order_seq_cst);
+    }
+    idle_.prepare_park(w.index, w.searching);
+    w.searching = false;
+    // (P1) fence: our registration as a sleeper is visible before we re-check the queues;
+    // pairs with the notifier's fence (N1) in submit_outside() (see detail/idle.hpp).
+    fence_seq_cst();
+    bool exit = false;
+    bool const work = work_visible();
+    // acquire: pairs with the release store in try_terminate(); a worker that registers after
+    // the terminating worker's wake_all() would otherwise sleep for ever.
+    if (top && terminated_.load(std::memory_order_acquire)) {
+      w.searching = idle_.cancel_park(w.index);
+      exit = true;
+    } else if (work || (until != nullptr && until->is_set())) {
+      w.force_search = work;
+      w.searching = idle_.cancel_park(w.index);
+    } else if (top && try_terminate()) {
+      w.searching = idle_.cancel_park(w.index);
+      exit = true;
+    } else {
+      worker_counters::bump(w.counters.value.times_parked);
+      idle_.park(w.index);
+      w.searching = idle_.cancel_park(w.index);
+      // acquire: pairs with the release store in try_terminate().
+      exit = top && terminated_.load(std::memory_order_acquire);
+    }
+    if (top) {
+      // seq_cst: as the increment above.
+      idle_top_.value.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    if (w.searching && !exit) {
+      // We came back as a searcher; searching stops in found_work() or the next park().
+      return false;
+    }
+    return exit;
+  }
+
+  /// Called by an idle top-level worker after (P1) found no work. Declares termination when
+  /// shutdown has begun and nothing can produce work any more.
+  auto try_terminate() noexcept -> bool {
+    // seq_cst: pairs with the store in shutdown(), which follows the injector's close: every
+    // accepted outside push is then visible to work_visible() below.
+    if (!stopping_.load(std::memory_order_seq_cst)) {
+      return false;
+    }
+    // seq_cst: every worker is at top level (none is running a task, so none can spawn).
+    if (idle_top_.value.load(std::memory_order_seq_cst) !=
+        started_.load(std::memory_order_seq_cst)) {
+      return false;
+    }
+    if (work_visible()) {
+      return false;
+    }
+    // release: pairs with the acquire loads in next_task() and park().
+    terminated_.store(true, std::memory_order_release);
+    idle_.wake_all();
+    return true;
+  }
+
+  idle_set idle_;
+  injector injector_;
+  std::vector<std::unique_ptr<worker_ctx>> ctxs_;
+  std::vector<spindle::stealer<task*>> stealers_;
+  std::vector<std::thread> threads_;
+
+  // INVARIANT: the number of worker threads that run (all of them unless a start failed).
+  atomic<std::size_t> started_{0};
+  atomic<bool> stopping_{false};
+  atomic<bool> terminated_{false};
+  cache_padded<atomic<std::size_t>> idle_top_{};
+
+  mutex handler_mu_;
+  exception_handler handler_;
+  mutex shutdown_mu_;
+};
+
+}  // namespace spindle::detail

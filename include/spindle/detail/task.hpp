@@ -1,0 +1,209 @@
+#pragma once
+// Task records: what the executor's queues carry, and where a task's result waits for its join.
+//
+// Every queue (worker deques, the injector) carries `task*`. A `task` is two words: the
+// function that runs it and an intrusive link for the injector's list. Three kinds exist:
+//
+//   spawned_task<Fn, R>  one heap node per `spawn`: the callable, the result (or exception)
+//                        and the completion, shared with the join_handle by a count of two
+//                        references (the executor's and the handle's); the last one frees it.
+//   posted_task<Fn>      one heap node per `post`: the callable only; an exception goes to
+//                        the executor's unhandled-exception handler.
+//   stack_job<Fn, R>     lives in the frame of `join` or of an outside caller that waits for
+//                        it; no allocation. The frame outlives the job because its owner waits
+//                        for the completion before returning (executor_core.hpp).
+//
+// Allocation: one `new` per spawn/post (the node holds the callable, so there is no second
+// allocation for a std::function). Why there is no node pool: see the note on
+// allocation in detail/executor_core.hpp.
+// `join`, `parallel_for` and `parallel_reduce` allocate nothing.
+//
+// Synchronization: a task's fields are written before it is pushed to a queue and read by the
+// worker that pops or steals it; the queue's release/acquire pair publishes them. Result
+// fields are written by the running worker before `completion::set()` (release) and read by
+// the joiner after `completion::is_set()` (acquire).
+
+#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/executor_latch.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace spindle {
+
+/// The value a `join` side or a task group returns for a callable whose result is void.
+struct void_result {
+  friend auto operator==(void_result, void_result) noexcept -> bool = default;
+};
+
+/// A callable the executor can run: invocable with no arguments, movable into a task record,
+/// and returning void or a movable object (the result is stored until the join reads it, so
+/// references are not allowed: they could dangle).
+template <class Fn>
+concept task_callable = std::invocable < std::decay_t<Fn>
+& > &&std::move_constructible<std::decay_t<Fn>> &&
+    (std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&>> ||
+     (std::is_object_v<std::invoke_result_t<std::decay_t<Fn>&>> &&
+      std::move_constructible<std::invoke_result_t<std::decay_t<Fn>&>>));
+
+/// The result type of a task callable.
+template <task_callable Fn>
+using task_result_t = std::invoke_result_t<std::decay_t<Fn>&>;
+
+}  // namespace spindle
+
+namespace spindle::detail {
+
+struct task {
+  using run_fn = void (*)(task*) noexcept;
+
+  explicit task(run_fn fn) noexcept : run(fn) {}
+
+  // Runs the task and releases whatever the executor held of it (frees heap nodes).
+  run_fn run;
+  // INVARIANT: nullptr unless the task sits in the injector's list; written only under the
+  // injector's lock.
+  task* next = nullptr;
+};
+
+/// Where a result waits: a value (void_result for void) or an exception.
+template <class R>
+class result_slot {
+ public:
+  using stored = std::conditional_t<std::is_void_v<R>, void_result, R>;
+
+  template <class Fn>
+  void run(Fn& fn) noexcept {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        std::invoke(fn);
+        value_.emplace();
+      } else {
+        value_.emplace(std::invoke(fn));
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+
+  /// The stored value, or rethrows the stored exception.
+  auto take() -> stored {
+    if (error_) {
+      std::rethrow_exception(std::exchange(error_, nullptr));
+    }
+    return std::move(*value_);
+  }
+
+  [[nodiscard]] auto has_error() const noexcept -> bool { return error_ != nullptr; }
+
+ private:
+  std::optional<stored> value_;
+  std::exception_ptr error_;
+};
+
+/// The part of a spawned task the join_handle sees.
+template <class R>
+class shared_result {
+ public:
+  using destroy_fn = void (*)(shared_result*) noexcept;
+
+  explicit shared_result(destroy_fn destroy) noexcept : destroy_(destroy) {}
+  shared_result(shared_result const&) = delete;
+  auto operator=(shared_result const&) -> shared_result& = delete;
+
+  /// Drops one of the two references (the executor's after running, or the handle's).
+  void release() noexcept {
+    // acq_rel: release orders this owner's last use before the free; acquire makes the other
+    // owner's last use visible to whichever of the two frees the node.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      destroy_(this);
+    }
+  }
+
+  completion done;
+  result_slot<R> result;
+
+ private:
+  // INVARIANT: 2 while both the executor and the handle hold the node; frees at 0.
+  atomic<std::uint32_t> refs_{2};
+  destroy_fn destroy_;
+};
+
+/// The heap node of `spawn`: the task, its callable and the shared result.
+template <class Fn, class R>
+class spawned_task final : public task, public shared_result<R> {
+ public:
+  explicit spawned_task(Fn&& fn)
+      : task(&run_and_release), shared_result<R>(&destroy), fn_(std::move(fn)) {}
+
+ private:
+  static void run_and_release(task* t) noexcept {
+    auto* self = static_cast<spawned_task*>(t);
+    self->result.run(*self->fn_);
+    // The callable's captures die on the worker, before the joiner may return.
+    self->fn_.reset();
+    self->done.set();
+    self->release();
+  }
+
+  static void destroy(shared_result<R>* s) noexcept { delete static_cast<spawned_task*>(s); }
+
+  std::optional<Fn> fn_;
+};
+
+/// The heap node of `post`. `report` receives an exception that escapes the callable.
+template <class Fn>
+class posted_task final : public task {
+ public:
+  using report_fn = void (*)(void* ctx, std::exception_ptr) noexcept;
+
+  posted_task(Fn&& fn, report_fn report, void* ctx)
+      : task(&run_and_free), fn_(std::move(fn)), report_(report), ctx_(ctx) {}
+
+ private:
+  static void run_and_free(task* t) noexcept {
+    auto* self = static_cast<posted_task*>(t);
+    try {
+      std::invoke(self->fn_);
+    } catch (...) {
+      self->report_(self->ctx_, std::current_exception());
+    }
+    delete self;
+  }
+
+  Fn fn_;
+  report_fn report_;
+  void* ctx_;
+};
+
+/// A job in its owner's stack frame (rayon's StackJob). The owner either runs it inline or,
+/// if a thief took it, waits for `done` before the frame may die.
+template <class Fn, class R>
+class stack_job final : public task {
+ public:
+  stack_job(Fn& fn, parker* owner) noexcept : task(&run_stolen), done(owner), fn_(&fn) {}
+
+  /// Runs the job in its owner, after popping it back: no completion traffic.
+  void run_inline() noexcept { result.run(*fn_); }
+
+  completion done;
+  result_slot<R> result;
+
+ private:
+  static void run_stolen(task* t) noexcept {
+    auto* self = static_cast<stack_job*>(t);
+    self->result.run(*self->fn_);
+    // SAFETY: after set() the owner may destroy *self; set() reads nothing of it afterwards
+    // (see completion::set), and neither do we.
+    self->done.set();
+  }
+
+  Fn* fn_;
+};
+
+}  // namespace spindle::detail

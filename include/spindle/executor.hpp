@@ -1,0 +1,209 @@
+#pragma once
+// spindle::executor: a work-stealing thread pool, and `join`, its allocation-free fork-join.
+//
+// What it is: N worker threads, each with its own Chase-Lev deque (spindle/deque.hpp), plus a
+// global injection queue for tasks submitted from other threads. A worker runs its own tasks
+// newest first, checks the injector every 61 tasks, and when idle steals about half of a
+// random victim's deque. Idle workers spin briefly, then sleep; an idle executor uses no CPU.
+// Design and citations: detail/executor_core.hpp (scheduling, shutdown), detail/idle.hpp
+// (parking, with the no-lost-wake-up argument), detail/task.hpp (task storage).
+//
+// API in brief:
+//   executor ex;  executor ex{n};           n workers (default: one per hardware thread)
+//   auto h = ex.spawn(f);  h.join();        result or rethrown exception
+//   ex.post(f);                             fire and forget; exceptions go to the handler
+//   auto [a, b] = spindle::join(ex, f, g);  both results; g may run in parallel
+//   ex.stats(); ex.shutdown();
+// task_group (spindle/task_group.hpp) and parallel_for / parallel_reduce
+// (spindle/parallel.hpp) build on these.
+//
+// Thread safety: every member function may be called from any thread, including the
+// executor's own workers, except shutdown() (and the destructor), which must not run on one of
+// this executor's workers.
+//
+// Progress: submission and stealing are lock-free on the deques; the injector and the sleeper
+// list take a short futex mutex. Waiting (join, join_handle::join) blocks.
+//
+// Happens-before: whatever a thread did before spawn(f)/post(f)/join(ex, f, g) is visible to
+// f when it runs; whatever f did is visible to whoever joins it.
+//
+// Memory: one heap node per spawn/post (the callable and result live in it); join,
+// parallel_for and parallel_reduce allocate nothing per task. Deques grow on demand.
+//
+// Shutdown: the destructor and shutdown() finish every accepted task, including the tasks
+// those tasks spawn, then join the threads. Afterwards spawn/post from outside throw
+// std::logic_error and do not run the callable.
+//
+// When not to use it: for blocking I/O (a blocked task holds a worker), or for tasks that wait
+// on each other through anything but join/task_group (a worker blocked elsewhere cannot help).
+//
+// Example: tests/executor_test.cpp (Example) and examples/executor_fib.cpp.
+
+#include <spindle/detail/executor_core.hpp>
+#include <spindle/detail/task.hpp>
+#include <spindle/join_handle.hpp>
+
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace spindle {
+
+/// Receives an exception that escaped a task passed to executor::post.
+using unhandled_exception_handler = std::function<void(std::exception_ptr)>;
+
+class executor {
+ public:
+  /// One worker per hardware thread (at least one).
+  executor() : executor(default_workers()) {}
+
+  /// `workers` worker threads; `on_unhandled` receives exceptions escaping posted tasks
+  /// (default: print a message and std::terminate).
+  ///
+  /// Throws: std::invalid_argument if workers == 0; std::system_error if a thread cannot
+  /// start; std::bad_alloc.
+  explicit executor(std::size_t workers, unhandled_exception_handler on_unhandled = {})
+      : core_(std::make_unique<detail::executor_core>(workers, std::move(on_unhandled))) {}
+
+  executor(executor const&) = delete;
+  auto operator=(executor const&) -> executor& = delete;
+
+  /// Finishes every accepted task, then joins the workers (see shutdown()).
+  /// Preconditions: not called from one of this executor's workers (std::terminate if so).
+  ~executor() = default;
+
+  /// Runs `fn` on a worker and returns a handle to its result.
+  ///
+  /// Thread safety: any thread. From a worker of this executor the task goes to that worker's
+  /// deque (and is still accepted during shutdown); from any other thread, to the injector.
+  /// Throws: std::logic_error after shutdown() began, from a thread that is not one of this
+  /// executor's workers (fn is not run); std::bad_alloc; whatever moving fn throws.
+  template <task_callable Fn>
+  auto spawn(Fn&& fn) -> join_handle<task_result_t<Fn>> {
+    using node = detail::spawned_task<std::decay_t<Fn>, task_result_t<Fn>>;
+    auto owned = std::make_unique<node>(std::decay_t<Fn>(std::forward<Fn>(fn)));
+    core_->submit(owned.get());
+    return join_handle<task_result_t<Fn>>(core_.get(), owned.release());
+  }
+
+  /// Runs `fn` on a worker, fire and forget. An exception escaping fn goes to the
+  /// unhandled-exception handler; it is never silently dropped.
+  ///
+  /// Thread safety and Throws: as spawn().
+  template <task_callable Fn>
+  void post(Fn&& fn) {
+    using node = detail::posted_task<std::decay_t<Fn>>;
+    auto owned = std::make_unique<node>(std::decay_t<Fn>(std::forward<Fn>(fn)),
+                                        &detail::executor_core::report_thunk, core_.get());
+    core_->submit(owned.get());
+    static_cast<void>(owned.release());
+  }
+
+  /// Replaces the handler for exceptions escaping posted tasks. An empty function restores
+  /// the default (print and std::terminate). Thread safety: any thread.
+  void set_unhandled_exception_handler(unhandled_exception_handler handler) {
+    core_->set_handler(std::move(handler));
+  }
+
+  /// Per-worker counters (relaxed snapshots).
+  [[nodiscard]] auto stats() const -> std::vector<worker_stats> { return core_->stats(); }
+
+  /// Number of worker threads.
+  [[nodiscard]] auto size() const noexcept -> std::size_t { return core_->worker_count(); }
+
+  /// Whether the calling thread is one of this executor's workers.
+  [[nodiscard]] auto is_worker_thread() const noexcept -> bool { return core_->local() != nullptr; }
+
+  /// Stops accepting tasks from outside, finishes every accepted task (and the tasks they
+  /// spawn), then joins the workers. Idempotent.
+  ///
+  /// Throws: std::logic_error when called from one of this executor's workers (a worker
+  /// cannot wait for itself to exit).
+  void shutdown() { core_->shutdown(); }
+
+  /// The engine, for task_group, join and parallel algorithms.
+  [[nodiscard]] auto core() noexcept -> detail::executor_core& { return *core_; }
+
+ private:
+  static auto default_workers() noexcept -> std::size_t {
+    auto const n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : n;
+  }
+
+  std::unique_ptr<detail::executor_core> core_;
+};
+
+namespace detail {
+
+/// Runs `fn` as a root task on `core`'s workers from a thread that is not one of them, and
+/// waits for it. The job lives in this frame: no allocation.
+/// Throws: std::logic_error after shutdown; whatever fn throws.
+template <class Fn>
+using stored_result_t = typename result_slot<std::invoke_result_t<Fn&>>::stored;
+
+template <class Fn>
+auto run_as_root(executor_core& core, Fn& fn) -> stored_result_t<Fn> {
+  stack_job<Fn, std::invoke_result_t<Fn&>> job(fn, &outside_parker());
+  core.submit(&job);
+  core.wait(job.done);
+  return job.result.take();
+}
+
+/// rayon's join on the calling worker `w`: push `b`, run `a`, then pop `b` back and run it
+/// inline unless a thief took it, in which case help until it is done.
+template <class A, class B>
+auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
+    -> std::pair<stored_result_t<A>, stored_result_t<B>> {
+  stack_job<B, std::invoke_result_t<B&>> job_b(b, &core.parker_of(w));
+  core.push_local(w, &job_b);
+  result_slot<std::invoke_result_t<A&>> ra;
+  ra.run(a);
+  for (;;) {
+    auto popped = w.deque.pop();
+    if (!popped) {
+      // A thief has job_b: run other tasks until it is done.
+      core.wait(job_b.done);
+      break;
+    }
+    if (*popped == &job_b) {
+      job_b.run_inline();
+      break;
+    }
+    // A task that `a` spawned and did not join sits above job_b: run it, then look again.
+    core.run(w, *popped);
+  }
+  auto left = ra.take();
+  return {std::move(left), job_b.result.take()};
+}
+
+}  // namespace detail
+
+/// Runs `a` and `b`, possibly in parallel, and returns both results as a std::pair; a void
+/// result is returned as spindle::void_result{}. The calling worker runs `a` itself and, if no
+/// idle worker stole `b` meanwhile, runs `b` too: forking costs a deque push and pop, with no
+/// allocation (`b` waits in this stack frame). Called from a thread that is not one of `ex`'s
+/// workers, the whole join is injected as one task and the caller sleeps until it is done.
+///
+/// If `a` throws, `b` still completes before the exception propagates (b may be running on
+/// another worker with references into this frame); if both throw, `a`'s exception wins.
+///
+/// Thread safety: any thread. Throws: whatever a or b throws; std::logic_error after
+/// shutdown (from outside); std::bad_alloc when the deque cannot grow.
+template <task_callable A, task_callable B>
+auto join(executor& ex, A&& a, B&& b)
+    -> std::pair<detail::stored_result_t<std::remove_reference_t<A>>,
+                 detail::stored_result_t<std::remove_reference_t<B>>> {
+  auto& core = ex.core();
+  if (detail::worker_ctx* const w = core.local()) [[likely]] {
+    return detail::join_on_worker(core, *w, a, b);
+  }
+  auto root = [&core, &a, &b] { return detail::join_on_worker(core, *core.local(), a, b); };
+  return detail::run_as_root(core, root);
+}
+
+}  // namespace spindle

@@ -1,0 +1,357 @@
+// Tests for <spindle/deque.hpp>: the Chase-Lev work-stealing deque (worker / stealer).
+
+#include <spindle/deque.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using spindle::deque_order;
+using spindle::steal_status;
+
+TEST(Deque, Example) {
+  // The owner pushes tasks (here: indices into a table) and pops the newest; a thief on
+  // another thread steals the oldest.
+  spindle::worker<std::uint32_t> owner;
+  for (std::uint32_t i = 1; i <= 4; ++i) {
+    owner.push(i);
+  }
+  spindle::stealer<std::uint32_t> thief = owner.stealer();
+
+  std::uint32_t stolen = 0;
+  std::thread other([&thief, &stolen] {
+    if (auto r = thief.steal(); r.is_success()) {
+      stolen = *r.value;
+    }
+  });
+  other.join();
+
+  EXPECT_EQ(stolen, 1U);       // the oldest
+  EXPECT_EQ(owner.pop(), 4U);  // the newest
+  EXPECT_EQ(owner.size(), 2U);
+}
+
+TEST(Deque, StealableAcceptsPointersAndSmallTrivialTypes) {
+  struct pair32 {
+    std::uint32_t a;
+    std::uint32_t b;
+  };
+  static_assert(spindle::stealable<int*>);
+  static_assert(spindle::stealable<std::size_t>);
+  static_assert(spindle::stealable<std::uint8_t>);
+  static_assert(spindle::stealable<pair32>);
+  static_assert(!spindle::stealable<std::vector<int>>);
+  static_assert(!spindle::stealable<std::pair<std::uint64_t, std::uint64_t>>);
+  struct three_bytes {
+    char c[3];
+  };
+  static_assert(!spindle::stealable<three_bytes>);
+}
+
+TEST(Deque, HandlesAreMovableAndStealersCopyable) {
+  static_assert(!std::is_copy_constructible_v<spindle::worker<int>>);
+  static_assert(std::is_nothrow_move_constructible_v<spindle::worker<int>>);
+  static_assert(std::is_copy_constructible_v<spindle::stealer<int>>);
+  static_assert(std::is_nothrow_move_constructible_v<spindle::stealer<int>>);
+
+  spindle::worker<int> a;
+  a.push(7);
+  spindle::worker<int> b = std::move(a);
+  EXPECT_EQ(b.pop(), 7);
+  a = std::move(b);  // assigning to a moved-from worker revives it
+  a.push(8);
+  auto s1 = a.stealer();
+  auto s2 = s1;
+  EXPECT_EQ(s2.steal().value, 8);
+  EXPECT_TRUE(s1.steal().is_empty());
+}
+
+#if defined(SPINDLE_ENABLE_ASSERTS)
+TEST(DequeDeathTest, UsingAMovedFromWorkerIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  spindle::worker<int> a;
+  spindle::worker<int> b = std::move(a);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the point of the test
+  EXPECT_DEATH(a.push(1), "moved-from worker");
+  EXPECT_DEATH((void)a.pop(), "moved-from worker");
+  b.push(1);
+  EXPECT_EQ(b.pop(), 1);
+}
+#endif
+
+TEST(Deque, PushPopIsLifoByDefault) {
+  spindle::worker<int> w;
+  EXPECT_EQ(w.order(), deque_order::lifo);
+  for (int i = 0; i < 10; ++i) {
+    w.push(i);
+  }
+  for (int i = 9; i >= 0; --i) {
+    EXPECT_EQ(w.pop(), i);
+  }
+  EXPECT_EQ(w.pop(), std::nullopt);
+}
+
+TEST(Deque, FifoWorkerPopsOldestFirst) {
+  spindle::worker<int> w(deque_order::fifo);
+  EXPECT_EQ(w.order(), deque_order::fifo);
+  for (int i = 0; i < 10; ++i) {
+    w.push(i);
+  }
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(w.pop(), i);
+  }
+  EXPECT_EQ(w.pop(), std::nullopt);
+}
+
+TEST(Deque, StealTakesOldestItem) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::worker<int> w(order);
+    auto s = w.stealer();
+    for (int i = 0; i < 5; ++i) {
+      w.push(i);
+    }
+    for (int i = 0; i < 5; ++i) {
+      auto r = s.steal();
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r.status, steal_status::success);
+      EXPECT_EQ(r.value, i);
+    }
+  }
+}
+
+TEST(Deque, StealResultStates) {
+  spindle::worker<int> w;
+  auto s = w.stealer();
+  auto empty = s.steal();
+  EXPECT_FALSE(empty);
+  EXPECT_TRUE(empty.is_empty());
+  EXPECT_FALSE(empty.is_success());
+  EXPECT_FALSE(empty.is_retry());
+  EXPECT_FALSE(empty.value.has_value());
+
+  w.push(3);
+  auto got = s.steal();
+  EXPECT_TRUE(got);
+  EXPECT_TRUE(got.is_success());
+  EXPECT_EQ(got.value, 3);
+
+  spindle::steal_result<int> lost{steal_status::retry, std::nullopt};
+  EXPECT_FALSE(lost);
+  EXPECT_TRUE(lost.is_retry());
+}
+
+TEST(Deque, EmptyPopsAndStealsLeaveTheDequeUsable) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::worker<int> w(order, 2);
+    auto s = w.stealer();
+    for (int round = 0; round < 100; ++round) {
+      EXPECT_EQ(w.pop(), std::nullopt);
+      EXPECT_TRUE(s.steal().is_empty());
+      EXPECT_TRUE(w.empty());
+      EXPECT_TRUE(s.empty());
+      w.push(round);
+      EXPECT_EQ(s.size(), 1U);
+      EXPECT_EQ(w.pop(), round);
+    }
+    EXPECT_EQ(w.capacity(), 2U);
+  }
+}
+
+TEST(Deque, CapacityRoundsUpToPowerOfTwo) {
+  EXPECT_EQ(spindle::worker<int>().capacity(), 64U);
+  EXPECT_EQ(spindle::worker<int>(deque_order::lifo, 1).capacity(), 1U);
+  EXPECT_EQ(spindle::worker<int>(deque_order::lifo, 3).capacity(), 4U);
+  EXPECT_EQ(spindle::worker<int>(deque_order::lifo, 64).capacity(), 64U);
+  EXPECT_EQ(spindle::worker<int>(deque_order::fifo, 100).capacity(), 128U);
+}
+
+TEST(Deque, BadCapacityThrows) {
+  EXPECT_THROW(spindle::worker<int>(deque_order::lifo, 0), std::invalid_argument);
+  EXPECT_THROW(spindle::worker<int>(deque_order::lifo, std::numeric_limits<std::size_t>::max()),
+               std::invalid_argument);
+  EXPECT_THROW(spindle::worker<int>(deque_order::fifo, (std::size_t{1} << 40) + 1),
+               std::invalid_argument);
+}
+
+TEST(Deque, GrowsAndKeepsEveryItem) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::worker<std::uint64_t> w(order, 1);
+    auto s = w.stealer();
+    // Steal some so that the live range wraps around the buffer before it grows.
+    std::uint64_t next_stolen = 0;
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+      w.push(i);
+      if (i % 3 == 0) {
+        auto r = s.steal();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r.value, next_stolen++);
+      }
+    }
+    EXPECT_EQ(w.size(), 1000 - next_stolen);
+    EXPECT_GE(w.capacity(), w.size());
+    EXPECT_EQ(w.capacity() & (w.capacity() - 1), 0U);
+    std::vector<bool> seen(1000, false);
+    for (std::uint64_t i = 0; i < next_stolen; ++i) {
+      seen[i] = true;
+    }
+    while (auto v = w.pop()) {
+      ASSERT_LT(*v, 1000U);
+      EXPECT_FALSE(seen[*v]);
+      seen[*v] = true;
+    }
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+      EXPECT_TRUE(seen[i]) << i;
+    }
+  }
+}
+
+TEST(Deque, StealBatchAndPopMovesAboutHalf) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::worker<int> victim(order);
+    for (int i = 0; i < 10; ++i) {
+      victim.push(i);
+    }
+    spindle::worker<int> mine(deque_order::fifo);
+    auto r = victim.stealer().steal_batch_and_pop(mine);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value, 0);  // the oldest is returned
+    EXPECT_EQ(mine.size(), 4U);
+    for (int i = 1; i <= 4; ++i) {
+      EXPECT_EQ(mine.pop(), i);  // the rest, oldest first
+    }
+    EXPECT_EQ(victim.size(), 5U);
+  }
+}
+
+TEST(Deque, StealBatchIsCappedAndGrowsTheDestination) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::worker<int> victim(order);
+    for (int i = 0; i < 1000; ++i) {
+      victim.push(i);
+    }
+    spindle::worker<int> mine(deque_order::lifo, 1);
+    mine.push(-1);
+    auto r = victim.stealer().steal_batch_and_pop(mine);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value, 0);
+    EXPECT_EQ(mine.size(), 33U);  // 32 moved, plus the item it held
+    EXPECT_EQ(victim.size(), 1000U - 33U);
+    for (int i = 32; i >= 1; --i) {
+      EXPECT_EQ(mine.pop(), i);
+    }
+    EXPECT_EQ(mine.pop(), -1);
+  }
+}
+
+TEST(Deque, StealBatchFromOneItemReturnsItAndMovesNothing) {
+  spindle::worker<int> victim;
+  spindle::worker<int> mine;
+  auto s = victim.stealer();
+  EXPECT_TRUE(s.steal_batch_and_pop(mine).is_empty());
+  victim.push(5);
+  auto r = s.steal_batch_and_pop(mine);
+  EXPECT_EQ(r.value, 5);
+  EXPECT_TRUE(mine.empty());
+  EXPECT_TRUE(victim.empty());
+}
+
+TEST(Deque, StealersOutliveTheWorker) {
+  std::optional<spindle::stealer<int>> s;
+  {
+    spindle::worker<int> w(deque_order::lifo, 1);
+    for (int i = 0; i < 100; ++i) {
+      w.push(i);  // grows several times: retired buffers die with the deque
+    }
+    s.emplace(w.stealer());
+  }
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(s->steal().value, i);
+  }
+  EXPECT_TRUE(s->steal().is_empty());
+}
+
+// Thousands of random operations from one thread, compared with a std::deque model.
+TEST(Deque, RandomOperationsMatchAModel) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    std::mt19937_64 rng(order == deque_order::lifo ? 1 : 2);
+    spindle::worker<std::uint64_t> w(order, 2);
+    spindle::worker<std::uint64_t> other(deque_order::lifo, 1);
+    auto s = w.stealer();
+    std::deque<std::uint64_t> model;
+    std::deque<std::uint64_t> other_model;
+    std::uint64_t next = 0;
+    for (int op = 0; op < 20000; ++op) {
+      switch (rng() % 8) {
+        case 0:
+        case 1:
+        case 2:
+          w.push(next);
+          model.push_back(next++);
+          break;
+        case 3:
+        case 4: {
+          auto got = w.pop();
+          if (model.empty()) {
+            ASSERT_EQ(got, std::nullopt);
+          } else if (order == deque_order::lifo) {
+            ASSERT_EQ(got, model.back());
+            model.pop_back();
+          } else {
+            ASSERT_EQ(got, model.front());
+            model.pop_front();
+          }
+          break;
+        }
+        case 5:
+        case 6: {
+          auto got = s.steal();
+          if (model.empty()) {
+            ASSERT_TRUE(got.is_empty());
+          } else {
+            ASSERT_TRUE(got.is_success());
+            ASSERT_EQ(got.value, model.front());
+            model.pop_front();
+          }
+          break;
+        }
+        default: {
+          auto got = s.steal_batch_and_pop(other);
+          if (model.empty()) {
+            ASSERT_TRUE(got.is_empty());
+            break;
+          }
+          ASSERT_TRUE(got.is_success());
+          auto const claim = std::min<std::size_t>((model.size() + 1) / 2, 33);
+          ASSERT_EQ(got.value, model.front());
+          model.pop_front();
+          for (std::size_t i = 1; i < claim; ++i) {
+            other_model.push_back(model.front());
+            model.pop_front();
+          }
+          while (!other_model.empty()) {
+            ASSERT_EQ(other.pop(), other_model.back());
+            other_model.pop_back();
+          }
+          ASSERT_EQ(other.pop(), std::nullopt);
+          break;
+        }
+      }
+      ASSERT_EQ(w.size(), model.size());
+      ASSERT_EQ(s.size(), model.size());
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,385 @@
+// Tests for spindle/executor.hpp: spawn, join handles, post, join, stats, shutdown, and the
+// no-lost-wake-up property of the parking protocol.
+
+#include <spindle/executor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <latch>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+#if defined(SPINDLE_TSAN)
+constexpr int scale = 10;
+#else
+constexpr int scale = 1;
+#endif
+
+auto fib_serial(int n) -> std::uint64_t {
+  return n < 2 ? static_cast<std::uint64_t>(n) : fib_serial(n - 1) + fib_serial(n - 2);
+}
+
+auto fib_join(spindle::executor& ex, int n) -> std::uint64_t {
+  if (n < 2) {
+    return static_cast<std::uint64_t>(n);
+  }
+  auto [a, b] = spindle::join(
+      ex, [&] { return fib_join(ex, n - 1); }, [&] { return fib_join(ex, n - 2); });
+  return a + b;
+}
+
+}  // namespace
+
+TEST(Executor, Example) {
+  spindle::executor ex{2};
+
+  // spawn returns a handle; join returns the result.
+  auto answer = ex.spawn([] { return 6 * 7; });
+  EXPECT_EQ(answer.join(), 42);
+
+  // join runs two callables, possibly in parallel, without allocating.
+  auto [left, right] = spindle::join(
+      ex, [] { return 1; }, [] { return std::string("two"); });
+  EXPECT_EQ(left, 1);
+  EXPECT_EQ(right, "two");
+
+  // post is fire and forget; the destructor finishes it before returning.
+  std::atomic<int> done{0};
+  ex.post([&] { done.fetch_add(1, std::memory_order_relaxed); });
+  ex.shutdown();
+  EXPECT_EQ(done.load(), 1);
+}
+
+TEST(Executor, ZeroWorkersIsRejected) {
+  EXPECT_THROW(spindle::executor{0}, std::invalid_argument);
+}
+
+TEST(Executor, DefaultHasOneWorkerPerHardwareThread) {
+  spindle::executor ex;
+  auto const hw = std::thread::hardware_concurrency();
+  EXPECT_EQ(ex.size(), hw == 0 ? 1U : hw);
+}
+
+TEST(Executor, SpawnVoidTask) {
+  spindle::executor ex{2};
+  int x = 0;
+  auto h = ex.spawn([&] { x = 5; });
+  h.join();
+  EXPECT_EQ(x, 5);
+}
+
+TEST(Executor, JoinRethrowsTheTaskException) {
+  spindle::executor ex{2};
+  auto h = ex.spawn([]() -> int { throw std::runtime_error("boom"); });
+  EXPECT_THROW(h.join(), std::runtime_error);
+}
+
+TEST(Executor, JoinTwiceThrowsLogicError) {
+  spindle::executor ex{1};
+  auto h = ex.spawn([] { return 1; });
+  EXPECT_TRUE(h.valid());
+  EXPECT_EQ(h.join(), 1);
+  EXPECT_FALSE(h.valid());
+  EXPECT_THROW(h.join(), std::logic_error);
+}
+
+TEST(Executor, JoinEmptyOrMovedFromHandleThrows) {
+  spindle::executor ex{1};
+  spindle::join_handle<int> empty;
+  EXPECT_FALSE(empty.valid());
+  EXPECT_FALSE(empty.is_ready());
+  EXPECT_THROW(empty.join(), std::logic_error);
+  auto h = ex.spawn([] { return 3; });
+  auto moved = std::move(h);
+  EXPECT_THROW(h.join(), std::logic_error);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(moved.join(), 3);
+}
+
+TEST(Executor, IsReadyAfterTheTaskFinished) {
+  spindle::executor ex{1};
+  std::promise<void> ran;
+  auto h = ex.spawn([&] { ran.set_value(); });
+  ran.get_future().wait();
+  while (!h.is_ready()) {
+    std::this_thread::yield();
+  }
+  h.join();
+}
+
+TEST(Executor, DetachedHandleStillRuns) {
+  std::atomic<int> runs{0};
+  std::promise<void> ran;
+  {
+    spindle::executor ex{2};
+    {
+      auto h = ex.spawn([&] {
+        runs.fetch_add(1, std::memory_order_relaxed);
+        ran.set_value();
+      });
+    }  // handle destroyed without join: detached
+    EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  }
+  EXPECT_EQ(runs.load(), 1);
+}
+
+TEST(Executor, HandleMayOutliveItsExecutor) {
+  spindle::join_handle<int> h;
+  {
+    spindle::executor ex{2};
+    h = ex.spawn([] { return 9; });
+  }  // the destructor ran the task
+  EXPECT_TRUE(h.is_ready());
+  EXPECT_EQ(h.join(), 9);
+}
+
+TEST(Executor, ResultIsDestroyedWhenHandleIsDetached) {
+  auto token = std::make_shared<int>(1);
+  std::weak_ptr<int> watch = token;
+  {
+    spindle::executor ex{2};
+    static_cast<void>(ex.spawn([t = std::move(token)] { return t; }));
+  }
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(Executor, PostExceptionGoesToTheHandler) {
+  std::promise<std::string> seen;
+  spindle::executor ex{2, [&](std::exception_ptr e) {
+                         try {
+                           std::rethrow_exception(e);
+                         } catch (std::exception const& x) {
+                           seen.set_value(x.what());
+                         }
+                       }};
+  ex.post([] { throw std::runtime_error("from post"); });
+  auto f = seen.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(f.get(), "from post");
+}
+
+TEST(Executor, PostFromAWorkerReportsToTheHandlerToo) {
+  std::promise<void> seen;
+  spindle::executor ex{2, [&](std::exception_ptr) { seen.set_value(); }};
+  ex.post([&] { ex.post([] { throw std::runtime_error("inner"); }); });
+  EXPECT_EQ(seen.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST(Executor, HandlerCanBeReplaced) {
+  spindle::executor ex{1};
+  std::promise<void> seen;
+  ex.set_unhandled_exception_handler([&](std::exception_ptr) { seen.set_value(); });
+  ex.post([] { throw 7; });
+  EXPECT_EQ(seen.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST(Executor, NestedSpawnAndJoinInsideWorkers) {
+  spindle::executor ex{2};
+  auto outer = ex.spawn([&] {
+    std::vector<spindle::join_handle<int>> inner;
+    for (int i = 0; i < 100; ++i) {
+      inner.push_back(ex.spawn([i] { return i; }));
+    }
+    int sum = 0;
+    for (auto& h : inner) {
+      sum += h.join();  // joins from a worker: helps instead of blocking
+    }
+    return sum;
+  });
+  EXPECT_EQ(outer.join(), 4950);
+}
+
+TEST(Executor, JoinInsideSingleWorkerDoesNotDeadlock) {
+  spindle::executor ex{1};
+  auto outer = ex.spawn([&] {
+    auto a = ex.spawn([] { return 1; });
+    auto b = ex.spawn([&] { return ex.spawn([] { return 2; }).join(); });
+    return a.join() + b.join();
+  });
+  EXPECT_EQ(outer.join(), 3);
+}
+
+TEST(Executor, JoinReturnsBothResults) {
+  spindle::executor ex{2};
+  auto [a, b] = spindle::join(
+      ex, [] {}, [] { return 2.5; });
+  EXPECT_EQ(a, spindle::void_result{});
+  EXPECT_EQ(b, 2.5);
+}
+
+TEST(Executor, JoinPropagatesExceptionsAfterBothSidesFinish) {
+  spindle::executor ex{2};
+  std::atomic<bool> right_ran{false};
+  EXPECT_THROW(
+      static_cast<void>(spindle::join(
+          ex, []() -> int { throw std::runtime_error("left"); }, [&] { right_ran.store(true); })),
+      std::runtime_error);
+  EXPECT_TRUE(right_ran.load());
+  EXPECT_THROW(static_cast<void>(spindle::join(
+                   ex, [] {}, []() -> int { throw std::logic_error("right"); })),
+               std::logic_error);
+}
+
+TEST(Executor, FibWithJoinMatchesSerial) {
+  spindle::executor ex{2};
+  int const n = scale == 1 ? 25 : 20;
+  EXPECT_EQ(fib_join(ex, n), fib_serial(n));
+  // From inside a worker too.
+  auto h = ex.spawn([&] { return fib_join(ex, 20); });
+  EXPECT_EQ(h.join(), fib_serial(20));
+}
+
+TEST(Executor, FibWithJoinOnMoreWorkersThanCores) {
+  spindle::executor ex{6};
+  EXPECT_EQ(fib_join(ex, 20), fib_serial(20));
+}
+
+TEST(Executor, StatsCountTasksRun) {
+  spindle::executor ex{2};
+  std::vector<spindle::join_handle<void>> hs;
+  for (int i = 0; i < 100; ++i) {
+    hs.push_back(ex.spawn([] {}));
+  }
+  for (auto& h : hs) {
+    h.join();
+  }
+  ex.shutdown();
+  auto const st = ex.stats();
+  ASSERT_EQ(st.size(), 2U);
+  std::uint64_t run = 0;
+  for (auto const& s : st) {
+    run += s.tasks_run;
+    EXPECT_LE(s.tasks_stolen, s.steal_attempts);
+  }
+  EXPECT_EQ(run, 100U);
+}
+
+TEST(Executor, SpawnAfterShutdownThrowsAndDoesNotRun) {
+  spindle::executor ex{2};
+  ex.shutdown();
+  bool ran = false;
+  EXPECT_THROW(static_cast<void>(ex.spawn([&] { ran = true; })), std::logic_error);
+  EXPECT_THROW(ex.post([&] { ran = true; }), std::logic_error);
+  EXPECT_THROW(static_cast<void>(spindle::join(
+                   ex, [&] { ran = true; }, [] {})),
+               std::logic_error);
+  EXPECT_FALSE(ran);
+  ex.shutdown();  // idempotent
+}
+
+TEST(Executor, ShutdownFromAWorkerThrowsLogicError) {
+  spindle::executor ex{2};
+  auto h = ex.spawn([&] {
+    try {
+      ex.shutdown();
+    } catch (std::logic_error const&) {
+      return true;
+    }
+    return false;
+  });
+  EXPECT_TRUE(h.join());
+}
+
+TEST(Executor, ShutdownFinishesTasksSpawnedByTasks) {
+  std::atomic<int> count{0};
+  {
+    spindle::executor ex{2};
+    for (int i = 0; i < 10; ++i) {
+      ex.post([&] {
+        count.fetch_add(1, std::memory_order_relaxed);
+        for (int j = 0; j < 10; ++j) {
+          ex.post([&] {
+            count.fetch_add(1, std::memory_order_relaxed);
+            ex.post([&] { count.fetch_add(1, std::memory_order_relaxed); });
+          });
+        }
+      });
+    }
+    ex.shutdown();
+    EXPECT_EQ(count.load(), 10 + 100 + 100);
+  }
+}
+
+TEST(Executor, WorkerThreadIsRecognised) {
+  spindle::executor ex{1};
+  EXPECT_FALSE(ex.is_worker_thread());
+  EXPECT_TRUE(ex.spawn([&] { return ex.is_worker_thread(); }).join());
+}
+
+// Lost wake-up: let every worker go idle (parked), then submit one task from outside; it must
+// run within a bounded wait. Repeated, so a race in the parking protocol shows up as a hang.
+TEST(Executor, TaskSubmittedWhileAllWorkersParkRunsPromptly) {
+  spindle::executor ex{3};
+  int const rounds = 300 / scale;
+  for (int round = 0; round < rounds; ++round) {
+    if (round % 3 == 0) {
+      // Wait until every worker has parked at least once more than before.
+      auto parked = [&] {
+        std::uint64_t p = 0;
+        for (auto const& s : ex.stats()) {
+          p += s.times_parked;
+        }
+        return p;
+      };
+      auto const before = parked();
+      auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (parked() < before + 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
+    std::promise<void> ran;
+    ex.post([&] { ran.set_value(); });
+    ASSERT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready)
+        << "task not run after all workers went idle, round " << round;
+  }
+}
+
+// A task spawned by a worker that then blocks (outside the executor's control) sits in that
+// worker's deque: an idle worker must be woken to steal it.
+TEST(Executor, TaskLeftByABlockedWorkerIsStolen) {
+  spindle::executor ex{2};
+  int const rounds = 200 / scale;
+  for (int round = 0; round < rounds; ++round) {
+    std::promise<void> inner_ran;
+    auto outer = ex.spawn([&] {
+      auto inner_done = inner_ran.get_future();
+      ex.post([&] { inner_ran.set_value(); });
+      return inner_done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    });
+    ASSERT_TRUE(outer.join()) << "round " << round;
+  }
+}
+
+TEST(Executor, ManyOutsideThreadsSpawnConcurrently) {
+  spindle::executor ex{2};
+  constexpr int threads = 6;
+  int const per = 2000 / scale;
+  std::atomic<std::int64_t> sum{0};
+  std::latch start(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      start.arrive_and_wait();
+      std::vector<spindle::join_handle<int>> hs;
+      for (int i = 0; i < per; ++i) {
+        hs.push_back(ex.spawn([i] { return i; }));
+      }
+      for (auto& h : hs) {
+        sum.fetch_add(h.join(), std::memory_order_relaxed);
+      }
+    });
+  }
+  for (auto& t : ts) {
+    t.join();
+  }
+  EXPECT_EQ(sum.load(), std::int64_t{threads} * per * (per - 1) / 2);
+}

@@ -1,0 +1,126 @@
+// Tests for spindle/parallel.hpp: parallel_for and parallel_reduce.
+
+#include <spindle/parallel.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+#if defined(SPINDLE_TSAN)
+constexpr std::size_t big = 20'000;
+#else
+constexpr std::size_t big = 1'000'000;
+#endif
+
+}  // namespace
+
+TEST(Parallel, Example) {
+  spindle::executor ex{2};
+  std::vector<int> v(1000);
+  spindle::parallel_for(ex, std::size_t{0}, v.size(),
+                        [&](std::size_t i) { v[i] = static_cast<int>(i); });
+  auto const sum = spindle::parallel_reduce(
+      ex, std::size_t{0}, v.size(), std::int64_t{0},
+      [&](std::size_t i) { return std::int64_t{v[i]}; },
+      [](std::int64_t a, std::int64_t b) { return a + b; });
+  EXPECT_EQ(sum, 999 * 1000 / 2);
+}
+
+TEST(Parallel, ForTouchesEveryIndexExactlyOnce) {
+  spindle::executor ex{3};
+  std::size_t const n = big / 10;
+  auto hits = std::make_unique<std::atomic<std::uint8_t>[]>(n);
+  spindle::parallel_for(ex, std::size_t{0}, n,
+                        [&](std::size_t i) { hits[i].fetch_add(1, std::memory_order_relaxed); });
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+  }
+}
+
+TEST(Parallel, ForWithGrainAndSignedRange) {
+  spindle::executor ex{2};
+  std::vector<std::atomic<int>> hits(2001);
+  spindle::parallel_for(ex, -1000, 1001, 64,
+                        [&](int i) { hits[static_cast<std::size_t>(i + 1000)].fetch_add(1); });
+  for (auto const& h : hits) {
+    ASSERT_EQ(h.load(), 1);
+  }
+}
+
+TEST(Parallel, ForOverIterators) {
+  spindle::executor ex{2};
+  std::vector<int> v(5000, 1);
+  spindle::parallel_for(ex, v.begin(), v.end(), [](auto it) { *it += 1; });
+  EXPECT_EQ(std::accumulate(v.begin(), v.end(), 0), 10000);
+}
+
+TEST(Parallel, EmptyAndReversedRangesDoNothing) {
+  spindle::executor ex{2};
+  int calls = 0;
+  spindle::parallel_for(ex, 5, 5, [&](int) { ++calls; });
+  spindle::parallel_for(ex, 5, 3, [&](int) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(spindle::parallel_reduce(
+                ex, 0, 0, 17, [](int i) { return i; }, std::plus<>{}),
+            17);
+}
+
+TEST(Parallel, ReduceMatchesAccumulate) {
+  spindle::executor ex{2};
+  std::vector<std::uint64_t> v(big);
+  std::iota(v.begin(), v.end(), std::uint64_t{1});
+  auto const expected = std::accumulate(v.begin(), v.end(), std::uint64_t{7});
+  auto const got = spindle::parallel_reduce(
+      ex, std::size_t{0}, v.size(), std::uint64_t{7}, [&](std::size_t i) { return v[i]; },
+      std::plus<>{});
+  EXPECT_EQ(got, expected);
+}
+
+TEST(Parallel, ReduceKeepsOrderForNonCommutativeOperations) {
+  spindle::executor ex{3};
+  auto const s = spindle::parallel_reduce(
+      ex, 0, 200, std::string(">"),
+      [](int i) { return std::string(1, static_cast<char>('a' + i % 26)); },
+      [](std::string a, std::string const& b) { return a + b; });
+  std::string expected = ">";
+  for (int i = 0; i < 200; ++i) {
+    expected += static_cast<char>('a' + i % 26);
+  }
+  EXPECT_EQ(s, expected);
+}
+
+TEST(Parallel, CalledFromInsideAWorker) {
+  spindle::executor ex{2};
+  auto h = ex.spawn([&] {
+    std::atomic<int> n{0};
+    spindle::parallel_for(ex, 0, 10000, [&](int) { n.fetch_add(1, std::memory_order_relaxed); });
+    return n.load() + spindle::parallel_reduce(
+                          ex, 0, 100, 0, [](int i) { return i; }, std::plus<>{});
+  });
+  EXPECT_EQ(h.join(), 10000 + 4950);
+}
+
+TEST(Parallel, ExceptionPropagatesAfterOtherBranchesFinish) {
+  spindle::executor ex{2};
+  EXPECT_THROW(spindle::parallel_for(ex, 0, 10000,
+                                     [](int i) {
+                                       if (i == 7777) {
+                                         throw std::runtime_error("index 7777");
+                                       }
+                                     }),
+               std::runtime_error);
+}
+
+TEST(Parallel, AfterShutdownThrowsFromOutside) {
+  spindle::executor ex{1};
+  ex.shutdown();
+  EXPECT_THROW(spindle::parallel_for(ex, 0, 10, [](int) {}), std::logic_error);
+}

@@ -1,0 +1,372 @@
+// spindle-bench executor: the work-stealing executor against oneTBB and OpenMP, side by side.
+//
+//   spindle-bench executor [--runs R] [--json] [--workers N] [--fib N]
+//
+// Scenarios (each run interleaves every implementation, so drift hits all rows alike):
+//   fib       fib(N) forking at every call: spindle::join, spindle::task_group, spindle::join
+//             with a serial cutoff, tbb::task_group, OpenMP tasks; serial fib in the same run.
+//   spawn     one outside thread submits 1,000,000 empty tasks and waits for all of them:
+//             spindle post / task_group / spawn+join vs tbb::task_group::run and
+//             tbb::task_arena::enqueue.
+//   for       a trivial loop body over 10,000,000 elements: spindle::parallel_for vs
+//             tbb::parallel_for and `omp parallel for`; serial in the same run.
+//   idle      CPU time burned by an idle executor of 2 workers over 2 s (getrusage).
+// Every scenario checks its result (fib value, task count, element checksum) and fails loudly
+// when it is wrong.
+
+#include "bench_common.hpp"
+
+#include <spindle/executor.hpp>
+#include <spindle/parallel.hpp>
+#include <spindle/task_group.hpp>
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#if defined(SPINDLE_HAVE_TBB)
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+using spindle_bench::clock;
+using spindle_bench::row;
+
+template <class Fn>
+auto time_ms(Fn&& fn) -> double {
+  auto const t0 = clock::now();
+  fn();
+  return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+}
+
+auto fib_serial(int n) -> std::uint64_t {
+  return n < 2 ? static_cast<std::uint64_t>(n) : fib_serial(n - 1) + fib_serial(n - 2);
+}
+
+auto fib_join(spindle::executor& ex, int n) -> std::uint64_t {
+  if (n < 2) {
+    return static_cast<std::uint64_t>(n);
+  }
+  auto [a, b] = spindle::join(
+      ex, [&] { return fib_join(ex, n - 1); }, [&] { return fib_join(ex, n - 2); });
+  return a + b;
+}
+
+auto fib_join_cutoff(spindle::executor& ex, int n) -> std::uint64_t {
+  if (n < 20) {
+    return fib_serial(n);
+  }
+  auto [a, b] = spindle::join(
+      ex, [&] { return fib_join_cutoff(ex, n - 1); }, [&] { return fib_join_cutoff(ex, n - 2); });
+  return a + b;
+}
+
+auto fib_group(spindle::executor& ex, int n) -> std::uint64_t {
+  if (n < 2) {
+    return static_cast<std::uint64_t>(n);
+  }
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  spindle::task_group g{ex};
+  g.spawn([&] { a = fib_group(ex, n - 1); });
+  b = fib_group(ex, n - 2);
+  g.wait();
+  return a + b;
+}
+
+#if defined(SPINDLE_HAVE_TBB)
+auto fib_tbb(int n) -> std::uint64_t {
+  if (n < 2) {
+    return static_cast<std::uint64_t>(n);
+  }
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  tbb::task_group g;
+  g.run([&] { a = fib_tbb(n - 1); });
+  b = fib_tbb(n - 2);
+  g.wait();
+  return a + b;
+}
+#endif
+
+#if defined(SPINDLE_HAVE_OPENMP)
+auto fib_omp_task(int n) -> std::uint64_t {
+  if (n < 2) {
+    return static_cast<std::uint64_t>(n);
+  }
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+#pragma omp task shared(a)
+  a = fib_omp_task(n - 1);
+  b = fib_omp_task(n - 2);
+#pragma omp taskwait
+  return a + b;
+}
+
+auto fib_omp(int n, int threads) -> std::uint64_t {
+  std::uint64_t r = 0;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+  r = fib_omp_task(n);
+  return r;
+}
+#endif
+
+void check(bool ok, std::string const& what) {
+  if (!ok) {
+    spindle_bench::fail(what);
+  }
+}
+
+auto run_executor(std::span<char const* const> args) -> int {
+  spindle_bench::options const opt(args);
+  auto const runs = static_cast<int>(opt.get_int("runs", 5));
+  bool const json = opt.flag("json");
+  auto const hw = std::thread::hardware_concurrency();
+  auto const workers = static_cast<std::size_t>(opt.get_int("workers", hw == 0 ? 2 : hw));
+  auto const fib_n = static_cast<int>(opt.get_int("fib", 30));
+  auto const tasks = static_cast<std::size_t>(opt.get_int("tasks", 1'000'000));
+  auto const elems = static_cast<std::size_t>(opt.get_int("elements", 10'000'000));
+  bool const skip_slow = opt.flag("quick");
+
+  spindle::executor ex{workers};
+#if defined(SPINDLE_HAVE_TBB)
+  tbb::global_control tbb_threads(tbb::global_control::max_allowed_parallelism, workers);
+  tbb::task_arena arena(static_cast<int>(workers));
+#endif
+  auto const threads = static_cast<int>(workers);
+  static_cast<void>(threads);
+
+  // ---- idle CPU ----
+  row idle{"spindle executor{2}",
+           "CPU time of the whole process over 2 s idle (measured first, before any peer starts "
+           "threads)",
+           {}};
+  auto cpu_ms = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return (static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3) +
+           (static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3);
+  };
+  int const idle_runs = skip_slow ? 1 : (runs < 3 ? runs : 3);
+  for (int r = 0; r < idle_runs; ++r) {
+    spindle::executor two{2};
+    two.spawn([] {}).join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    double const before = cpu_ms();
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    idle.sample.push_back(cpu_ms() - before);
+  }
+  spindle_bench::print_table("executor: idle CPU over 2 s", "ms CPU", false, {idle},
+                             "spindle executor{2}", json);
+  // ---- fib ----
+  std::uint64_t const fib_expected = fib_serial(fib_n);
+  row f_join{"spindle join", "fork at every call, no allocation", {}};
+  row f_group{"spindle task_group", "fork at every call, one node per spawn", {}};
+  row f_cut{"spindle join, cutoff n<20", "serial below 20", {}};
+  row f_serial{"serial", "the floor", {}};
+  row f_tbb{"oneTBB task_group", "fork at every call", {}};
+  row f_omp{"OpenMP task", "fork at every call (at most 3 runs)", {}};
+  for (int r = 0; r < runs; ++r) {
+    std::uint64_t v = 0;
+    f_join.sample.push_back(time_ms([&] { v = fib_join(ex, fib_n); }));
+    check(v == fib_expected, "spindle join fib");
+    f_serial.sample.push_back(time_ms([&] { v = fib_serial(fib_n); }));
+    check(v == fib_expected, "serial fib");
+    f_cut.sample.push_back(time_ms([&] { v = fib_join_cutoff(ex, fib_n); }));
+    check(v == fib_expected, "spindle cutoff fib");
+    f_group.sample.push_back(time_ms([&] { v = fib_group(ex, fib_n); }));
+    check(v == fib_expected, "spindle task_group fib");
+#if defined(SPINDLE_HAVE_TBB)
+    f_tbb.sample.push_back(time_ms([&] { arena.execute([&] { v = fib_tbb(fib_n); }); }));
+    check(v == fib_expected, "tbb fib");
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+    // OpenMP's fork at every call takes seconds: at most 3 runs keep the headline short.
+    if (!skip_slow && r < 3) {
+      f_omp.sample.push_back(time_ms([&] { v = fib_omp(fib_n, threads); }));
+      check(v == fib_expected, "omp fib");
+    }
+#endif
+  }
+  std::vector<row> fib_rows{f_join, f_group, f_cut, f_serial};
+#if defined(SPINDLE_HAVE_TBB)
+  fib_rows.push_back(f_tbb);
+#endif
+  if (!f_omp.sample.empty()) {
+    fib_rows.push_back(f_omp);
+  }
+  spindle_bench::print_table(
+      "executor: fib(" + std::to_string(fib_n) + ") with " + std::to_string(workers) + " workers",
+      "ms", false, fib_rows, "spindle join", json);
+
+  // ---- spawn throughput from one outside thread ----
+  row s_post{"spindle post", "count down a latch per task", {}};
+  row s_group{"spindle task_group", "spawn + wait", {}};
+  row s_spawn{"spindle spawn+join", "one join_handle per task, joined in order", {}};
+  row s_tbb{"oneTBB task_group run", "run + wait, from outside the arena", {}};
+  row s_tbb_enq{"oneTBB arena enqueue", "count down a latch per task", {}};
+  auto const per_s = [&](double ms) { return static_cast<double>(tasks) / ms / 1e3; };
+  for (int r = 0; r < runs; ++r) {
+    {
+      std::latch left(static_cast<std::ptrdiff_t>(tasks));
+      s_post.sample.push_back(per_s(time_ms([&] {
+        for (std::size_t i = 0; i < tasks; ++i) {
+          ex.post([&left] { left.count_down(); });
+        }
+        left.wait();
+      })));
+    }
+    {
+      std::atomic<std::size_t> count{0};
+      s_group.sample.push_back(per_s(time_ms([&] {
+        spindle::task_group g{ex};
+        for (std::size_t i = 0; i < tasks; ++i) {
+          g.spawn([&count] { count.fetch_add(1, std::memory_order_relaxed); });
+        }
+        g.wait();
+      })));
+      check(count.load() == tasks, "spindle task_group spawn count");
+    }
+    {
+      std::vector<spindle::join_handle<void>> hs;
+      hs.reserve(tasks);
+      s_spawn.sample.push_back(per_s(time_ms([&] {
+        for (std::size_t i = 0; i < tasks; ++i) {
+          hs.push_back(ex.spawn([] {}));
+        }
+        for (auto& h : hs) {
+          h.join();
+        }
+      })));
+    }
+#if defined(SPINDLE_HAVE_TBB)
+    {
+      std::atomic<std::size_t> count{0};
+      s_tbb.sample.push_back(per_s(time_ms([&] {
+        tbb::task_group g;
+        for (std::size_t i = 0; i < tasks; ++i) {
+          g.run([&count] { count.fetch_add(1, std::memory_order_relaxed); });
+        }
+        g.wait();
+      })));
+      check(count.load() == tasks, "tbb task_group spawn count");
+    }
+    {
+      std::latch left(static_cast<std::ptrdiff_t>(tasks));
+      s_tbb_enq.sample.push_back(per_s(time_ms([&] {
+        for (std::size_t i = 0; i < tasks; ++i) {
+          arena.enqueue([&left] { left.count_down(); });
+        }
+        left.wait();
+      })));
+    }
+#endif
+  }
+  std::vector<row> spawn_rows{s_post, s_group, s_spawn};
+#if defined(SPINDLE_HAVE_TBB)
+  spawn_rows.push_back(s_tbb);
+  spawn_rows.push_back(s_tbb_enq);
+#endif
+  spindle_bench::print_table(
+      "executor: " + std::to_string(tasks) + " empty tasks from one outside thread", "M tasks/s",
+      true, spawn_rows, "spindle post", json);
+
+  // ---- parallel_for ----
+  std::vector<std::uint32_t> data(elems);
+  std::uint64_t expected_sum = 0;
+  auto reset = [&] {
+    for (std::size_t i = 0; i < elems; ++i) {
+      data[i] = static_cast<std::uint32_t>(i);
+    }
+  };
+  auto verify = [&](char const* who) {
+    std::uint64_t s = 0;
+    for (std::size_t i = 0; i < elems; ++i) {
+      s += data[i];
+    }
+    if (expected_sum == 0) {
+      expected_sum = s;
+    }
+    check(s == expected_sum, std::string(who) + " parallel_for checksum");
+  };
+  auto body = [&data](std::size_t i) { data[i] = data[i] * 3 + 1; };
+  row p_spindle{"spindle parallel_for", "grain 1, adaptive splitting", {}};
+  row p_spindle_g{"spindle parallel_for grain 4096", "", {}};
+  row p_serial{"serial", "the same loop", {}};
+  row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
+  row p_omp{"OpenMP parallel for", "schedule(static)", {}};
+  for (int r = 0; r < runs; ++r) {
+    reset();
+    p_serial.sample.push_back(time_ms([&] {
+      for (std::size_t i = 0; i < elems; ++i) {
+        body(i);
+      }
+    }));
+    verify("serial");
+    reset();
+    p_spindle.sample.push_back(
+        time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, elems, body); }));
+    verify("spindle");
+    reset();
+    p_spindle_g.sample.push_back(
+        time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, elems, 4096, body); }));
+    verify("spindle grain");
+#if defined(SPINDLE_HAVE_TBB)
+    reset();
+    p_tbb.sample.push_back(time_ms([&] {
+      arena.execute([&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, elems),
+                          [&](tbb::blocked_range<std::size_t> const& range) {
+                            for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                              body(i);
+                            }
+                          });
+      });
+    }));
+    verify("tbb");
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+    reset();
+    p_omp.sample.push_back(time_ms([&] {
+      auto const n = static_cast<std::int64_t>(elems);
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (std::int64_t i = 0; i < n; ++i) {
+        body(static_cast<std::size_t>(i));
+      }
+    }));
+    verify("omp");
+#endif
+  }
+  std::vector<row> for_rows{p_spindle, p_spindle_g, p_serial};
+#if defined(SPINDLE_HAVE_TBB)
+  for_rows.push_back(p_tbb);
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+  for_rows.push_back(p_omp);
+#endif
+  spindle_bench::print_table("executor: parallel_for over " + std::to_string(elems) + " elements",
+                             "ms", false, for_rows, "spindle parallel_for", json);
+
+  return 0;
+}
+
+spindle_bench::registrar const executor_cmd{
+    {"executor",
+     "work-stealing executor vs oneTBB and OpenMP: fib(30), 1M spawns, parallel_for, idle CPU "
+     "[--runs R] [--json] [--workers N] [--quick]",
+     run_executor}};
+
+}  // namespace
