@@ -6,4 +6,5 @@
 #include <spindle/join_handle.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/task_group.hpp>
+#include <spindle/channel.hpp>
 #include <spindle/version.hpp>

@@ -1,0 +1,347 @@
+#pragma once
+// Multi-producer multi-consumer channels: bounded, unbounded and rendezvous.
+//
+// `bounded<T>(n)` and `unbounded<T>()` return a connected pair of handles, a `sender<T>` and a
+// `receiver<T>`. Both are copyable (reference counted) and every operation may be called from
+// any thread, through any copy. Example: tests/channel_test.cpp (test `Channel.Example`) and
+// examples/channel_pipeline.cpp.
+//
+// Flavours (RESEARCH.md §1.2-1.6, (b) 1-7, after crossbeam-channel):
+//   bounded(n), n >= 1  a preallocated ring of n stamped slots (Vyukov's bounded MPMC queue as
+//                       crossbeam builds it): no allocation per message, any n (not only powers
+//                       of two), linearizable FIFO. detail/channel_array.hpp.
+//   bounded(0)          a rendezvous: send completes only when a receiver takes the value.
+//                       detail/channel_zero.hpp.
+//   unbounded()         a lock-free list of 31-slot blocks (crossbeam list.rs); send never
+//                       blocks; memory returns to the allocator as the channel drains (one
+//                       drained block is kept for reuse). detail/channel_list.hpp.
+//
+// Blocking: blocking operations first try, spinning briefly (detail::backoff), then park the
+// thread on a futex (detail/wait_list.hpp); no system call is made on a path where nobody
+// sleeps. One waiter is woken per sent message or freed slot; close wakes everyone.
+//
+// Progress: try_send/try_recv of the bounded and unbounded flavours are lock-free in the
+// system-wide sense except while the one slot they need is mid-transfer by a preempted thread
+// (they then spin on it, as crossbeam and every ticket queue do). The rendezvous flavour and
+// the registration of a blocked operation take a short futex lock.
+//
+// Happens-before: whatever a sender did before `send(v)` is visible to the receiver once its
+// receive returns v. `close()` happens before any operation that reports `closed` because of it.
+//
+// Close semantics:
+//   - close() on any handle closes the channel for everyone: from then on every send fails with
+//     `closed` and hands the value back; receivers still drain what is buffered, then see
+//     `closed`. Destroying the last sender does the same.
+//   - Destroying the last receiver closes the channel too, and destroys every buffered value at
+//     once (eager discard, crossbeam PR #669); later sends fail with `closed`.
+//   - Every value a send accepted is received or destroyed exactly once; a value whose send did
+//     not succeed is handed back in send_result::value, never dropped.
+//
+// Capacity: capacity() is the bound of a bounded channel, 0 for a rendezvous, and
+// std::numeric_limits<std::size_t>::max() for an unbounded channel.
+//
+// Memory: bounded: capacity * (8 + sizeof(T), aligned) bytes, once. Unbounded: one block of
+// 31 slots per 31 buffered values, plus at most one cached block. Rendezvous: nothing per
+// message. Plus a few cache lines of shared state per channel.
+//
+// When not to use: single-producer single-consumer pipelines that never block can go faster
+// with a dedicated SPSC ring; a channel is the general tool (MPMC, blocking, close, timeouts).
+
+#include <spindle/detail/channel_core.hpp>
+#include <spindle/detail/channel_counter.hpp>
+#include <spindle/detail/config.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+
+namespace spindle {
+
+template <transferable T>
+class sender;
+template <transferable T>
+class receiver;
+
+/// The sending handle of a channel. Copyable: every copy sends into the same channel; the
+/// channel closes for receivers (after they drain it) when the last sender is destroyed.
+///
+/// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
+/// too, except assignment and destruction of that copy. A moved-from sender may only be
+/// destroyed or assigned to (checked by SPINDLE_ASSERT).
+template <transferable T>
+class sender {
+ public:
+  /// Adopts one handle count of `state` (used by bounded() and unbounded()).
+  sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
+      : state_(state) {}
+
+  sender(sender const& other) noexcept : state_(other.state_) {
+    if (state_ != nullptr) {
+      state_->acquire_sender();
+    }
+  }
+  sender(sender&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  auto operator=(sender other) noexcept -> sender& {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~sender() {
+    if (state_ != nullptr) {
+      detail::channel_state<T>::release_sender(state_);
+    }
+  }
+
+  /// Sends `value`, blocking while a bounded channel is full (or, for a rendezvous, until a
+  /// receiver takes it). Returns `sent`, or `closed` with the value handed back.
+  /// Throws: std::bad_alloc (unbounded only) when a new block cannot be allocated; nothing was
+  /// sent and the value is destroyed with the argument.
+  auto send(T value) -> send_result<T> {
+    return finish(get().visit([&](auto& ch) { return do_send(ch, value, {}); }), value);
+  }
+
+  /// Sends `value` only if that needs no waiting: `sent`, `full` (no room; for a rendezvous,
+  /// no receiver waiting) or `closed`, the value handed back unless sent.
+  /// Throws: as send().
+  auto try_send(T value) -> send_result<T> {
+    return finish(get().visit([&](auto& ch) { return ch.try_send(value); }), value);
+  }
+
+  /// As send(), but gives up after `timeout`: `sent`, `closed` or `timed_out`, the value
+  /// handed back unless sent.
+  template <class Rep, class Period>
+  auto send_for(T value, std::chrono::duration<Rep, Period> timeout) -> send_result<T> {
+    detail::wait_options const options{detail::deadline_after(timeout), nullptr};
+    return finish(get().visit([&](auto& ch) { return do_send(ch, value, options); }), value);
+  }
+
+  /// As send(), but gives up at `deadline`, on any clock (measured as the time left on
+  /// steady_clock): `sent`, `closed` or `timed_out`, the value handed back unless sent.
+  template <class Clock, class Duration>
+  auto send_until(T value, std::chrono::time_point<Clock, Duration> deadline) -> send_result<T> {
+    detail::wait_options const options{detail::to_steady(deadline), nullptr};
+    return finish(get().visit([&](auto& ch) { return do_send(ch, value, options); }), value);
+  }
+
+  /// Closes the channel for every handle (see the file comment). Idempotent.
+  void close() noexcept {
+    get().visit([](auto& ch) { static_cast<void>(ch.close()); });
+  }
+
+  /// True once the channel is closed (by close(), or because all senders or all receivers are
+  /// gone). Values may still be buffered.
+  [[nodiscard]] auto is_closed() const noexcept -> bool {
+    return get().visit([](auto const& ch) { return ch.is_closed(); });
+  }
+
+  /// The number of buffered values: a snapshot, exact only when nobody sends or receives.
+  /// Always 0 for a rendezvous.
+  [[nodiscard]] auto size() const noexcept -> std::size_t {
+    return get().visit([](auto const& ch) { return ch.size(); });
+  }
+
+  /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
+  [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
+
+ private:
+  template <class Channel>
+  static auto do_send(Channel& ch, T& value, detail::wait_options const& options) {
+    if constexpr (!std::is_same_v<Channel, detail::zero_channel<T>>) {
+      // The fast path without a blocking frame: most sends succeed at once. (A rendezvous
+      // send looks for a waiting receiver first anyway, under its lock.)
+      if (auto const status = ch.try_send(value); status != send_status::full) {
+        return status;
+      }
+    }
+    return ch.send(value, options);
+  }
+
+  static auto finish(send_status status, T& value) -> send_result<T> {
+    if (status == send_status::sent) {
+      return send_result<T>{status, std::nullopt};
+    }
+    return send_result<T>{status, std::optional<T>(std::move(value))};
+  }
+
+  [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
+    SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from spindle::sender");
+    return *state_;
+  }
+
+  detail::channel_state<T>* state_;
+};
+
+/// The receiving handle of a channel. Copyable: every copy receives from the same channel
+/// (each value goes to exactly one receiver); buffered values are destroyed when the last
+/// receiver is destroyed.
+///
+/// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
+/// too, except assignment and destruction of that copy. A moved-from receiver may only be
+/// destroyed or assigned to (checked by SPINDLE_ASSERT).
+template <transferable T>
+class receiver {
+ public:
+  /// Adopts one handle count of `state` (used by bounded() and unbounded()).
+  receiver(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
+      : state_(state) {}
+
+  receiver(receiver const& other) noexcept : state_(other.state_) {
+    if (state_ != nullptr) {
+      state_->acquire_receiver();
+    }
+  }
+  receiver(receiver&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  auto operator=(receiver other) noexcept -> receiver& {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~receiver() {
+    if (state_ != nullptr) {
+      detail::channel_state<T>::release_receiver(state_);
+    }
+  }
+
+  /// Receives the next value, blocking while the channel is empty. Returns std::nullopt only
+  /// when the channel is closed and drained.
+  auto recv() noexcept -> std::optional<T> {
+    auto r = get().visit([](auto& ch) { return do_recv(ch, {}); });
+    return std::move(r.value);
+  }
+
+  /// As recv(), but `stop.request_stop()` from any thread ends the wait: `received`, `closed`
+  /// (closed and drained) or `cancelled`. A value already buffered is received even when stop
+  /// was requested.
+  auto recv(std::stop_token stop) noexcept -> recv_result<T> {
+    detail::wait_options const options{std::nullopt, &stop};
+    return get().visit([&](auto& ch) { return do_recv(ch, options); });
+  }
+
+  /// Receives without waiting: `received`, `empty` or `closed` (closed and drained).
+  auto try_recv() noexcept -> recv_result<T> {
+    return get().visit([](auto& ch) { return ch.try_recv(); });
+  }
+
+  /// As recv(), but gives up after `timeout`: `received`, `timed_out` or `closed`.
+  template <class Rep, class Period>
+  auto recv_for(std::chrono::duration<Rep, Period> timeout) -> recv_result<T> {
+    detail::wait_options const options{detail::deadline_after(timeout), nullptr};
+    return get().visit([&](auto& ch) { return do_recv(ch, options); });
+  }
+
+  /// As recv(), but gives up at `deadline`, on any clock (measured as the time left on
+  /// steady_clock): `received`, `timed_out` or `closed`.
+  template <class Clock, class Duration>
+  auto recv_until(std::chrono::time_point<Clock, Duration> deadline) -> recv_result<T> {
+    detail::wait_options const options{detail::to_steady(deadline), nullptr};
+    return get().visit([&](auto& ch) { return do_recv(ch, options); });
+  }
+
+  /// Closes the channel for every handle; buffered values stay receivable. Idempotent.
+  void close() noexcept {
+    get().visit([](auto& ch) { static_cast<void>(ch.close()); });
+  }
+
+  /// True once the channel is closed. Values may still be buffered.
+  [[nodiscard]] auto is_closed() const noexcept -> bool {
+    return get().visit([](auto const& ch) { return ch.is_closed(); });
+  }
+
+  /// The number of buffered values: a snapshot. Always 0 for a rendezvous.
+  [[nodiscard]] auto size() const noexcept -> std::size_t {
+    return get().visit([](auto const& ch) { return ch.size(); });
+  }
+
+  /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
+  [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
+
+  /// An input iterator that receives: `for (auto v : rx)` receives until the channel is
+  /// closed and drained. `*it` is an rvalue reference to the received value, so move-only
+  /// values can be taken by value.
+  class iterator {
+   public:
+    using iterator_concept = std::input_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+
+    iterator() = default;
+    explicit iterator(receiver* rx) noexcept : rx_(rx), current_(rx->recv()) {}
+
+    auto operator*() const noexcept -> T&& { return std::move(*current_); }
+    auto operator++() noexcept -> iterator& {
+      current_.reset();
+      // emplace, not assignment: T need not be move-assignable.
+      if (auto next = rx_->recv()) {
+        current_.emplace(std::move(*next));
+      }
+      return *this;
+    }
+    void operator++(int) noexcept { ++*this; }
+    friend auto operator==(iterator const& it, std::default_sentinel_t /*end*/) noexcept -> bool {
+      return !it.current_.has_value();
+    }
+
+   private:
+    receiver* rx_ = nullptr;
+    mutable std::optional<T> current_;
+  };
+
+  /// Receives the first value (blocking); see `iterator`.
+  auto begin() noexcept -> iterator { return iterator(this); }
+  auto end() const noexcept -> std::default_sentinel_t { return std::default_sentinel; }
+
+ private:
+  template <class Channel>
+  static auto do_recv(Channel& ch, detail::wait_options const& options) -> recv_result<T> {
+    if constexpr (!std::is_same_v<Channel, detail::zero_channel<T>>) {
+      // The fast path without a blocking frame: a buffered value is taken at once.
+      if (auto r = ch.try_recv(); r.status != recv_status::empty) {
+        return r;
+      }
+    }
+    return ch.recv(options);
+  }
+
+  [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
+    SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from spindle::receiver");
+    return *state_;
+  }
+
+  detail::channel_state<T>* state_;
+};
+
+/// Creates a channel that buffers at most `capacity` values; `capacity == 0` makes a
+/// rendezvous channel, where a send completes only when a receiver takes the value.
+///
+/// Throws: std::length_error if `capacity` slots would not fit in memory's address space
+/// (capacity * slot size overflows); std::bad_alloc if they cannot be allocated.
+///
+/// Returns: std::pair<sender<T>, receiver<T>> (deduced, so that a type that is not
+/// transferable is reported as such rather than as a failure to name the handles).
+template <transferable T>
+auto bounded(std::size_t capacity) {
+  using state = detail::channel_state<T>;
+  state* s = capacity == 0 ? new state(typename state::zero_tag{})
+                           : new state(typename state::array_tag{}, capacity);
+  return std::pair<sender<T>, receiver<T>>{sender<T>(s, detail::adopt_handle),
+                                           receiver<T>(s, detail::adopt_handle)};
+}
+
+/// Creates a channel with no bound: send never blocks (capacity() reports
+/// std::numeric_limits<std::size_t>::max()).
+///
+/// Throws: std::bad_alloc.
+///
+/// Returns: std::pair<sender<T>, receiver<T>> (deduced, see bounded()).
+template <transferable T>
+auto unbounded() {
+  using state = detail::channel_state<T>;
+  auto* s = new state(typename state::list_tag{});
+  return std::pair<sender<T>, receiver<T>>{sender<T>(s, detail::adopt_handle),
+                                           receiver<T>(s, detail::adopt_handle)};
+}
+
+}  // namespace spindle

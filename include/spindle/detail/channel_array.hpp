@@ -1,0 +1,381 @@
+#pragma once
+// The bounded channel flavour: a preallocated ring of stamped slots.
+//
+// Algorithm: Dmitry Vyukov's bounded MPMC queue
+// (https://www.1024cores.net/home/lock-free-algorithms/queues/bounded-mpmc-queue) in the form
+// crossbeam-channel gives it (crossbeam-rs/crossbeam:crossbeam-channel/src/flavors/array.rs;
+// RESEARCH.md §1.2, (b) 1). Each slot carries a 64-bit stamp; `head_` and `tail_` are
+// positions packing {lap, mark, index}: index in the low bits (< mark_bit), the mark bit in
+// `tail_` meaning "closed", the lap above. mark_bit = next_pow2(capacity + 1) and one_lap =
+// 2 * mark_bit, so any capacity >= 1 works, not only powers of two.
+//   - Slot i starts with stamp i. A sender at position `tail` may write slot i when its stamp
+//     equals `tail` (empty in this lap): it claims the position with a CAS on tail_, moves the
+//     value in and publishes stamp = tail + 1 ("full in this lap").
+//   - A receiver at `head` may read when the stamp equals head + 1: it claims with a CAS on
+//     head_, moves the value out and publishes stamp = head + one_lap ("empty in the next lap").
+//   - A stamp one lap behind means full (or empty) unless the other side's position says a
+//     claim is merely in flight; the lap in the stamp is the ABA defence.
+// Every operation is linearizable at its successful CAS (FIFO across all producers). The CAS
+// paths never wait for another thread's claim except when the one slot they need is mid-
+// transfer (claimed but not yet published), where they spin and retry, as crossbeam does.
+//
+// Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
+// then on; receivers drain what was claimed before and then see closed. When the last receiver
+// is gone, discard() receives and destroys what is left at once (crossbeam PR #669).
+//
+// Synchronization:
+//   tail_   written by senders (CAS) and close (fetch_or); read by everyone.
+//   head_   written by receivers (CAS); read by everyone.
+//   slot.stamp  the hand-over of one slot: release store by whoever finished with the slot,
+//               acquire load by whoever wants it next; it guards slot.storage.
+//   senders_/receivers_  wait lists (detail/wait_list.hpp).
+// The tail_/head_ CASes are seq_cst: each is the state change half of the Dekker pair (B) with
+// the wait list's is_empty flag (see wait_list.hpp), and on x86 a CAS is a full barrier anyway.
+//
+// Memory: capacity slots of (8 bytes + sizeof(T), aligned), allocated once; nothing per message.
+
+#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/backoff.hpp>
+#include <spindle/detail/cache_padded.hpp>
+#include <spindle/detail/channel_core.hpp>
+#include <spindle/detail/config.hpp>
+#include <spindle/detail/wait_list.hpp>
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+namespace spindle::detail {
+
+template <class T>
+class array_channel {
+ public:
+  /// Throws: std::invalid_argument if capacity is 0 (a rendezvous is another flavour);
+  /// std::length_error if capacity * sizeof(slot) does not fit in memory's address space;
+  /// std::bad_alloc if the ring cannot be allocated.
+  explicit array_channel(std::size_t capacity)
+      : capacity_(checked_capacity(capacity)),
+        mark_bit_(std::bit_ceil(static_cast<std::uint64_t>(capacity) + 1)),
+        one_lap_(mark_bit_ * 2),
+        slots_(std::make_unique<slot[]>(capacity)) {
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      // relaxed: the channel is not shared yet; handing out the handles publishes it.
+      slots_[i].stamp.store(i, std::memory_order_relaxed);
+    }
+  }
+
+  array_channel(array_channel const&) = delete;
+  auto operator=(array_channel const&) -> array_channel& = delete;
+
+  ~array_channel() {
+    // SAFETY: no handle is left, so no other thread touches the channel; every slot between
+    // head and tail holds a live value (senders finished, since their handles are gone).
+    while (try_recv().status == recv_status::received) {
+    }
+  }
+
+  /// Sends without waiting. On success `value` is moved from; otherwise it is untouched.
+  auto try_send(T& value) noexcept -> send_status {
+    std::uint64_t tail = 0;
+    slot* s = nullptr;
+    switch (start_send(tail, s)) {
+      case claim::ok:
+        write(*s, tail, value);
+        return send_status::sent;
+      case claim::closed:
+        return send_status::closed;
+      case claim::unavailable:
+        break;
+    }
+    return send_status::full;
+  }
+
+  /// Sends, blocking while the channel is full. Returns sent, closed, or timed_out (deadline).
+  auto send(T& value, wait_options const& options) noexcept -> send_status {
+    for (;;) {
+      backoff spin;
+      for (;;) {
+        auto const status = try_send(value);
+        if (status != send_status::full) {
+          return status;
+        }
+        if (spin.is_completed()) {
+          break;
+        }
+        spin.snooze();
+      }
+      if (options.expired()) {
+        return send_status::timed_out;
+      }
+      park_on(
+          senders_.value, [this] { return !is_full() || is_closed(); }, options);
+    }
+  }
+
+  /// Receives without waiting: received, empty, or closed (closed and drained).
+  auto try_recv() noexcept -> recv_result<T> {
+    std::uint64_t head = 0;
+    slot* s = nullptr;
+    switch (start_recv(head, s)) {
+      case claim::ok:
+        return recv_result<T>{recv_status::received, read(*s, head)};
+      case claim::closed:
+        return recv_result<T>{recv_status::closed, std::nullopt};
+      case claim::unavailable:
+        break;
+    }
+    return recv_result<T>{recv_status::empty, std::nullopt};
+  }
+
+  /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
+  auto recv(wait_options const& options) noexcept -> recv_result<T> {
+    for (;;) {
+      backoff spin;
+      for (;;) {
+        auto r = try_recv();
+        if (r.status != recv_status::empty) {
+          return r;
+        }
+        if (spin.is_completed()) {
+          break;
+        }
+        spin.snooze();
+      }
+      if (options.stop_requested()) {
+        return recv_result<T>{recv_status::cancelled, std::nullopt};
+      }
+      if (options.expired()) {
+        return recv_result<T>{recv_status::timed_out, std::nullopt};
+      }
+      park_on(
+          receivers_.value, [this] { return !is_empty() || is_closed(); }, options);
+    }
+  }
+
+  /// Closes the channel; returns true for the call that closed it. Wakes every waiter.
+  auto close() noexcept -> bool {
+    // seq_cst: a state change paired with the wait lists' is_empty (B) like any send; also
+    // makes every later CAS on tail_ by a sender fail and see the mark.
+    auto const tail = tail_.value.fetch_or(mark_bit_, std::memory_order_seq_cst);
+    if ((tail & mark_bit_) != 0) {
+      return false;
+    }
+    senders_.value.close_all();
+    receivers_.value.close_all();
+    return true;
+  }
+
+  /// The last receiver is gone: closes the channel and destroys every buffered value now.
+  void discard() noexcept {
+    close();
+    // Only this thread receives now (no receiver handle is left); senders that claimed a slot
+    // before the mark are waited for inside start_recv.
+    while (try_recv().status == recv_status::received) {
+    }
+  }
+
+  [[nodiscard]] auto is_closed() const noexcept -> bool {
+    // seq_cst: part of the re-check after registering a waiter (wait_list.hpp (A)).
+    return (tail_.value.load(std::memory_order_seq_cst) & mark_bit_) != 0;
+  }
+
+  [[nodiscard]] auto capacity() const noexcept -> std::size_t { return capacity_; }
+
+  /// The number of buffered values (a snapshot; exact when nobody sends or receives).
+  [[nodiscard]] auto size() const noexcept -> std::size_t {
+    for (;;) {
+      // seq_cst: the three loads form a consistent snapshot when the two tail loads agree.
+      auto const tail = tail_.value.load(std::memory_order_seq_cst);
+      auto const head = head_.value.load(std::memory_order_seq_cst);
+      if (tail_.value.load(std::memory_order_seq_cst) != tail) {
+        continue;
+      }
+      auto const hix = head & (mark_bit_ - 1);
+      auto const tix = tail & (mark_bit_ - 1);
+      if (hix < tix) {
+        return static_cast<std::size_t>(tix - hix);
+      }
+      if (hix > tix) {
+        return static_cast<std::size_t>(capacity_ - hix + tix);
+      }
+      return (tail & ~mark_bit_) == head ? 0 : capacity_;
+    }
+  }
+
+ private:
+  struct slot {
+    // INVARIANT: storage holds a live T exactly when stamp == position + 1 for the position
+    // (lap and index) that last claimed it as a sender; whoever moves the stamp out of that
+    // state has moved the T out and destroyed it.
+    atomic<std::uint64_t> stamp{0};
+    alignas(T) std::byte storage[sizeof(T)];
+
+    auto raw() noexcept -> void* { return storage; }
+    auto value() noexcept -> T& { return *std::launder(reinterpret_cast<T*>(storage)); }
+  };
+
+  enum class claim : std::uint8_t { ok, unavailable, closed };
+
+  static auto checked_capacity(std::size_t capacity) -> std::size_t {
+    if (capacity == 0) {
+      throw std::invalid_argument("spindle: array channel capacity must be at least 1");
+    }
+    // capacity * sizeof(slot) must not overflow, and the positions need two spare bits above
+    // the index (the mark and the lap), which this bound also guarantees.
+    if (capacity > std::numeric_limits<std::ptrdiff_t>::max() / sizeof(slot)) {
+      throw std::length_error("spindle: bounded channel capacity too large to allocate");
+    }
+    return capacity;
+  }
+
+  /// The position after `pos` (next index, or index 0 of the next lap).
+  [[nodiscard]] auto advance(std::uint64_t pos) const noexcept -> std::uint64_t {
+    auto const index = pos & (mark_bit_ - 1);
+    auto const lap = pos & ~(one_lap_ - 1);
+    return index + 1 < capacity_ ? pos + 1 : lap + one_lap_;
+  }
+
+  auto start_send(std::uint64_t& tail, slot*& out) noexcept -> claim {
+    backoff spin;
+    // relaxed: a stale position only makes the CAS below fail; the stamp's acquire load
+    // guards the slot.
+    tail = tail_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((tail & mark_bit_) != 0) {
+        return claim::closed;
+      }
+      slot& s = slots_[tail & (mark_bit_ - 1)];
+      // acquire: pairs with the release stamp store in read(); the previous value of this
+      // slot was moved out and destroyed before we may construct a new one in it.
+      auto const stamp = s.stamp.load(std::memory_order_acquire);
+      if (stamp == tail) {
+        // seq_cst: claims the position; the state change of the Dekker pair with the
+        // receivers' wait list (B). relaxed on failure: we retry with the fresh value.
+        if (tail_.value.compare_exchange_weak(tail, advance(tail), std::memory_order_seq_cst,
+                                              std::memory_order_relaxed)) {
+          out = &s;
+          return claim::ok;
+        }
+        spin.spin();
+      } else if (stamp + one_lap_ == tail + 1) {
+        // The slot still holds last lap's value: full, unless a receiver is mid-read.
+        // seq_cst fence: orders our stamp load before the head_ load, pairing with the
+        // seq_cst CAS on head_ in start_recv (crossbeam array.rs start_send).
+        fence_seq_cst();
+        // relaxed: ordered by the fence above.
+        auto const head = head_.value.load(std::memory_order_relaxed);
+        if (head + one_lap_ == tail) {
+          return claim::unavailable;
+        }
+        spin.spin();
+        // relaxed: re-validated by the stamp and the CAS.
+        tail = tail_.value.load(std::memory_order_relaxed);
+      } else {
+        // Another sender claimed this position and has not published yet.
+        spin.snooze();
+        // relaxed: as above.
+        tail = tail_.value.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  void write(slot& s, std::uint64_t tail, T& value) noexcept {
+    note_write(s.raw(), sizeof(T));
+    // SAFETY: start_send won the CAS for position `tail`, whose stamp said "empty in this
+    // lap", so the storage holds no live T and no other thread touches it until the release
+    // store below.
+    ::new (s.raw()) T(std::move(value));
+    // release: publishes the constructed value; pairs with the acquire stamp load in
+    // start_recv(), which lets a receiver read only after seeing this stamp.
+    s.stamp.store(tail + 1, std::memory_order_release);
+    receivers_.value.notify_one();
+  }
+
+  auto start_recv(std::uint64_t& head, slot*& out) noexcept -> claim {
+    backoff spin;
+    // relaxed: re-validated by the stamp and the CAS, as in start_send.
+    head = head_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      slot& s = slots_[head & (mark_bit_ - 1)];
+      // acquire: pairs with the release stamp store in write(); the value is constructed.
+      auto const stamp = s.stamp.load(std::memory_order_acquire);
+      if (head + 1 == stamp) {
+        // seq_cst: claims the position; the state change of the Dekker pair with the
+        // senders' wait list (B). relaxed on failure: we retry with the fresh value.
+        if (head_.value.compare_exchange_weak(head, advance(head), std::memory_order_seq_cst,
+                                              std::memory_order_relaxed)) {
+          out = &s;
+          return claim::ok;
+        }
+        spin.spin();
+      } else if (stamp == head) {
+        // The slot is empty in this lap: empty, unless a sender is mid-write.
+        // seq_cst fence: orders the stamp load before the tail_ load; pairs with the seq_cst
+        // CAS on tail_ in start_send and the fetch_or in close().
+        fence_seq_cst();
+        // relaxed: ordered by the fence above.
+        auto const tail = tail_.value.load(std::memory_order_relaxed);
+        if ((tail & ~mark_bit_) == head) {
+          return (tail & mark_bit_) != 0 ? claim::closed : claim::unavailable;
+        }
+        spin.spin();
+        // relaxed: re-validated by the stamp and the CAS.
+        head = head_.value.load(std::memory_order_relaxed);
+      } else {
+        // Another receiver claimed this position and has not published yet.
+        spin.snooze();
+        // relaxed: as above.
+        head = head_.value.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  auto read(slot& s, std::uint64_t head) noexcept -> std::optional<T> {
+    note_read(s.raw(), sizeof(T));
+    // SAFETY: start_recv won the CAS for position `head`, whose stamp (acquired) said "full in
+    // this lap": the storage holds a live T that only this thread may touch until the release
+    // store below.
+    std::optional<T> out(std::in_place, std::move(s.value()));
+    std::destroy_at(&s.value());
+    // release: the slot is empty for the next lap; pairs with the acquire stamp load in
+    // start_send(), so the next sender constructs only after our move and destroy.
+    s.stamp.store(head + one_lap_, std::memory_order_release);
+    senders_.value.notify_one();
+    return out;
+  }
+
+  [[nodiscard]] auto is_empty() const noexcept -> bool {
+    // seq_cst: the re-check after registering a receiver (wait_list.hpp (A)).
+    auto const head = head_.value.load(std::memory_order_seq_cst);
+    auto const tail = tail_.value.load(std::memory_order_seq_cst);
+    return (tail & ~mark_bit_) == head;
+  }
+
+  [[nodiscard]] auto is_full() const noexcept -> bool {
+    // seq_cst: the re-check after registering a sender (wait_list.hpp (A)).
+    auto const tail = tail_.value.load(std::memory_order_seq_cst);
+    auto const head = head_.value.load(std::memory_order_seq_cst);
+    return head + one_lap_ == (tail & ~mark_bit_);
+  }
+
+  // Receivers' position: {lap, index}. INVARIANT: head_ <= tail_ (ignoring the mark) and
+  // tail_ - head_ covers at most capacity_ slots.
+  cache_padded<atomic<std::uint64_t>> head_;
+  // Senders' position: {lap, mark, index}; the mark means closed and is never cleared.
+  cache_padded<atomic<std::uint64_t>> tail_;
+  // Read-only after construction.
+  std::size_t capacity_;
+  std::uint64_t mark_bit_;
+  std::uint64_t one_lap_;
+  std::unique_ptr<slot[]> slots_;
+  cache_padded<wait_list> senders_;
+  cache_padded<wait_list> receivers_;
+};
+
+}  // namespace spindle::detail

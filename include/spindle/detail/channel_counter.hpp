@@ -1,0 +1,170 @@
+#pragma once
+// The shared state behind a pair of channel handles: one of the three flavours plus the
+// sender and receiver reference counts that decide when the channel closes, when it discards
+// its buffered values, and when it is freed.
+//
+// Design: crossbeam-channel's counter.rs (RESEARCH.md §1.6): the last sender gone closes the
+// channel (receivers drain, then see closed); the last receiver gone closes it and discards
+// what is buffered at once; whichever side lets go last frees the state (a `destroy` flag,
+// set by exchange, picks that side exactly once).
+//
+// Flavour dispatch is a switch on a tag that never changes (a union of the three flavours),
+// not a virtual call: every operation of a handle is one predictable branch away from the
+// flavour's code, and the flavours stay plain classes with the same small interface:
+//   try_send(T&) / send(T&, wait_options) -> send_status   (value moved from only when sent)
+//   try_recv() / recv(wait_options) -> recv_result<T>
+//   close() -> bool, discard(), is_closed(), size(), capacity()
+//
+// Synchronization: `senders_`, `receivers_` count handles (relaxed increments: a new handle
+// is made from an existing one, which keeps the state alive; acq_rel decrements: the last
+// one sees every other handle's use). `destroy_` is exchanged once by each side's last handle.
+
+#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/channel_array.hpp>
+#include <spindle/detail/channel_core.hpp>
+#include <spindle/detail/channel_list.hpp>
+#include <spindle/detail/channel_zero.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+namespace spindle::detail {
+
+enum class channel_flavor : std::uint8_t { array, list, zero };
+
+/// Tag of the handle constructors that adopt a count of a freshly made channel_state.
+struct adopt_handle_t {
+  explicit adopt_handle_t() = default;
+};
+inline constexpr adopt_handle_t adopt_handle{};
+
+template <class T>
+class channel_state {
+ public:
+  struct array_tag {};
+  struct list_tag {};
+  struct zero_tag {};
+
+  /// Throws: as array_channel's constructor.
+  channel_state(array_tag /*tag*/, std::size_t capacity)
+      : flavor_(channel_flavor::array), array_(capacity) {}
+  explicit channel_state(list_tag /*tag*/) : flavor_(channel_flavor::list), list_() {}
+  explicit channel_state(zero_tag /*tag*/) : flavor_(channel_flavor::zero), zero_() {}
+
+  channel_state(channel_state const&) = delete;
+  auto operator=(channel_state const&) -> channel_state& = delete;
+
+  ~channel_state() {
+    switch (flavor_) {
+      case channel_flavor::array:
+        std::destroy_at(&array_);
+        break;
+      case channel_flavor::list:
+        std::destroy_at(&list_);
+        break;
+      case channel_flavor::zero:
+        std::destroy_at(&zero_);
+        break;
+    }
+  }
+
+  /// Calls `fn` with the flavour.
+  template <class Fn>
+  auto visit(Fn&& fn) -> decltype(auto) {
+    switch (flavor_) {
+      case channel_flavor::array:
+        return fn(array_);
+      case channel_flavor::list:
+        return fn(list_);
+      case channel_flavor::zero:
+        break;
+    }
+    return fn(zero_);
+  }
+
+  template <class Fn>
+  auto visit(Fn&& fn) const -> decltype(auto) {
+    switch (flavor_) {
+      case channel_flavor::array:
+        return fn(array_);
+      case channel_flavor::list:
+        return fn(list_);
+      case channel_flavor::zero:
+        break;
+    }
+    return fn(zero_);
+  }
+
+  [[nodiscard]] auto flavor() const noexcept -> channel_flavor { return flavor_; }
+
+  [[nodiscard]] auto capacity() const noexcept -> std::size_t {
+    switch (flavor_) {
+      case channel_flavor::array:
+        return array_.capacity();
+      case channel_flavor::list:
+        return std::numeric_limits<std::size_t>::max();
+      case channel_flavor::zero:
+        break;
+    }
+    return 0;
+  }
+
+  void acquire_sender() noexcept {
+    // relaxed: the new handle is copied from a live one, which keeps the count above zero;
+    // nothing is published by the increment.
+    senders_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void acquire_receiver() noexcept {
+    // relaxed: as in acquire_sender().
+    receivers_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  /// Drops one sender handle; the last one closes the channel. Frees the state when the
+  /// receivers let go first. `self` must not be used afterwards.
+  static void release_sender(channel_state* self) noexcept {
+    // acq_rel: release publishes this handle's use; the last decrement acquires all of them.
+    if (self->senders_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      return;
+    }
+    self->visit([](auto& flavour) { static_cast<void>(flavour.close()); });
+    self->finish();
+  }
+
+  /// Drops one receiver handle; the last one closes the channel and destroys what is
+  /// buffered. Frees the state when the senders let go first.
+  static void release_receiver(channel_state* self) noexcept {
+    // acq_rel: as in release_sender().
+    if (self->receivers_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      return;
+    }
+    self->visit([](auto& flavour) { flavour.discard(); });
+    self->finish();
+  }
+
+ private:
+  /// Called once by each side's last handle; the second call frees the state.
+  void finish() noexcept {
+    // acq_rel: the second side acquires the first side's release, so all use of the channel
+    // happens before the delete.
+    if (destroy_.exchange(true, std::memory_order_acq_rel)) {
+      // SAFETY: both counts reached zero, so no handle (and no thread inside an operation)
+      // refers to the state any more.
+      delete this;
+    }
+  }
+
+  atomic<std::size_t> senders_{1};
+  atomic<std::size_t> receivers_{1};
+  atomic<bool> destroy_{false};
+  channel_flavor const flavor_;
+  union {
+    array_channel<T> array_;
+    list_channel<T> list_;
+    zero_channel<T> zero_;
+  };
+};
+
+}  // namespace spindle::detail

@@ -1,0 +1,197 @@
+#pragma once
+// The rendezvous flavour (capacity 0): a send completes only when a receiver takes the value
+// directly from the sender's hands.
+//
+// Algorithm: crossbeam-channel's zero flavour (crossbeam-rs/crossbeam:
+// crossbeam-channel/src/flavors/zero.rs; RESEARCH.md (b) 3): one mutex over two wait queues,
+// one of blocked senders and one of blocked receivers, each entry pointing at a packet on its
+// owner's stack. An arriving sender selects the oldest waiting receiver and moves the value
+// into that receiver's packet; an arriving receiver selects the oldest waiting sender and moves
+// the value out of that sender's packet. With no partner, the operation registers and parks
+// (or, for try_, reports full/empty). Lock-freedom buys nothing here: a rendezvous must wait for
+// the partner anyway.
+// Deviation from crossbeam: the hand-off happens under the mutex, before the partner is woken,
+// so the partner needs no "packet ready" flag: the wake (parker release/acquire) publishes it.
+//
+// Synchronization: `mutex_` guards both queues, `closed_` and every packet hand-off.
+// `closed_flag_` mirrors `closed_` for lock-free is_closed(). Happens-before: whatever the sender
+// did before send(v) is visible to the receiver once it has v (mutex, then parker).
+//
+// Memory: none per message; a blocked operation's entry and packet live on its stack.
+
+#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/channel_core.hpp>
+#include <spindle/detail/mutex.hpp>
+#include <spindle/detail/wait_list.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+namespace spindle::detail {
+
+template <class T>
+class zero_channel {
+ public:
+  zero_channel() = default;
+  zero_channel(zero_channel const&) = delete;
+  auto operator=(zero_channel const&) -> zero_channel& = delete;
+
+  /// Hands `value` to a waiting receiver, if one waits: sent, full (nobody waits) or closed.
+  auto try_send(T& value) noexcept -> send_status {
+    std::unique_lock lock(mutex_);
+    if (closed_) {
+      return send_status::closed;
+    }
+    wait_entry* receiver = receivers_.try_select();
+    if (receiver == nullptr) {
+      return send_status::full;
+    }
+    give(*receiver, value);
+    lock.unlock();
+    receiver->owner->wake();
+    return send_status::sent;
+  }
+
+  /// Blocks until a receiver takes `value`: sent, closed or timed_out.
+  auto send(T& value, wait_options const& options) noexcept -> send_status {
+    std::unique_lock lock(mutex_);
+    if (closed_) {
+      return send_status::closed;
+    }
+    if (wait_entry* receiver = receivers_.try_select(); receiver != nullptr) {
+      give(*receiver, value);
+      lock.unlock();
+      receiver->owner->wake();
+      return send_status::sent;
+    }
+    if (options.expired()) {
+      return send_status::timed_out;
+    }
+    waiter self;
+    // The packet is the caller's value itself; a receiver moves it out under the mutex.
+    wait_entry entry(self, std::addressof(value));
+    senders_.push(entry);
+    lock.unlock();
+    auto const selection = self.wait(options.deadline);
+    if (selection >= waiter::first_operation) {
+      return send_status::sent;
+    }
+    lock.lock();
+    senders_.remove(entry);
+    return selection == waiter::closed ? send_status::closed : send_status::timed_out;
+  }
+
+  /// Takes the value of a waiting sender, if one waits: received, empty or closed.
+  auto try_recv() noexcept -> recv_result<T> {
+    std::unique_lock lock(mutex_);
+    wait_entry* sender = senders_.try_select();
+    if (sender == nullptr) {
+      return recv_result<T>{closed_ ? recv_status::closed : recv_status::empty, std::nullopt};
+    }
+    auto out = take(*sender);
+    lock.unlock();
+    sender->owner->wake();
+    return out;
+  }
+
+  /// Blocks until a sender hands over a value: received, closed, timed_out or cancelled.
+  auto recv(wait_options const& options) noexcept -> recv_result<T> {
+    std::unique_lock lock(mutex_);
+    if (wait_entry* sender = senders_.try_select(); sender != nullptr) {
+      auto out = take(*sender);
+      lock.unlock();
+      sender->owner->wake();
+      return out;
+    }
+    if (closed_) {
+      return recv_result<T>{recv_status::closed, std::nullopt};
+    }
+    if (options.stop_requested()) {
+      return recv_result<T>{recv_status::cancelled, std::nullopt};
+    }
+    if (options.expired()) {
+      return recv_result<T>{recv_status::timed_out, std::nullopt};
+    }
+    waiter self;
+    std::optional<T> packet;
+    wait_entry entry(self, &packet);
+    receivers_.push(entry);
+    lock.unlock();
+    std::uintptr_t selection = waiter::waiting;
+    if (options.stop != nullptr) {
+      std::stop_callback<abort_on_stop> on_stop(*options.stop, abort_on_stop{&self});
+      selection = self.wait(options.deadline);
+    } else {
+      selection = self.wait(options.deadline);
+    }
+    if (selection >= waiter::first_operation) {
+      // The sender moved its value into `packet` under the mutex, before it woke us.
+      return recv_result<T>{recv_status::received, std::move(packet)};
+    }
+    lock.lock();
+    receivers_.remove(entry);
+    if (selection == waiter::closed) {
+      return recv_result<T>{recv_status::closed, std::nullopt};
+    }
+    return recv_result<T>{
+        options.stop_requested() ? recv_status::cancelled : recv_status::timed_out, std::nullopt};
+  }
+
+  /// Closes the channel; returns true for the call that closed it. Wakes every waiter.
+  auto close() noexcept -> bool {
+    wait_entry* senders = nullptr;
+    wait_entry* receivers = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) {
+        return false;
+      }
+      closed_ = true;
+      // release: pairs with the acquire load in is_closed(), for callers that read it without
+      // the mutex.
+      closed_flag_.store(true, std::memory_order_release);
+      senders = senders_.select_all(waiter::closed);
+      receivers = receivers_.select_all(waiter::closed);
+    }
+    wait_queue::wake_chain(senders);
+    wait_queue::wake_chain(receivers);
+    return true;
+  }
+
+  /// The last receiver is gone. A rendezvous buffers nothing, so this is close().
+  void discard() noexcept { close(); }
+
+  [[nodiscard]] auto is_closed() const noexcept -> bool {
+    // acquire: pairs with the release store in close().
+    return closed_flag_.load(std::memory_order_acquire);
+  }
+
+  [[nodiscard]] auto size() const noexcept -> std::size_t { return 0; }
+  [[nodiscard]] auto capacity() const noexcept -> std::size_t { return 0; }
+
+ private:
+  /// Moves `value` into a selected receiver's packet. Called under mutex_.
+  static void give(wait_entry& receiver, T& value) noexcept {
+    auto* packet = static_cast<std::optional<T>*>(receiver.packet);
+    packet->emplace(std::move(value));
+  }
+
+  /// Moves the value out of a selected sender's packet. Called under mutex_.
+  static auto take(wait_entry& sender) noexcept -> recv_result<T> {
+    auto* value = static_cast<T*>(sender.packet);
+    return recv_result<T>{recv_status::received, std::optional<T>(std::move(*value))};
+  }
+
+  mutex mutex_;
+  wait_queue senders_;
+  wait_queue receivers_;
+  bool closed_ = false;
+  atomic<bool> closed_flag_{false};
+};
+
+}  // namespace spindle::detail

@@ -1,0 +1,322 @@
+#pragma once
+// The instrumented atomic and the blocking hooks that <spindle/detail/atomic.hpp> uses when
+// SPINDLE_MODEL_CHECK is defined.
+//
+// Every operation first stops at a scheduling point of the running model execution (see
+// <spindle/model/scheduler.hpp>), then performs the operation on a plain value while it holds
+// the execution's token (so operations are atomic and sequentially consistent), then updates
+// the vector clocks from the declared memory order. Called outside any execution (by a single
+// thread, e.g. while a test builds a structure) they are plain, unscheduled operations.
+//
+// The API is the part of std::atomic that spindle uses: construction, is_always_lock_free,
+// load/store/exchange/compare_exchange_{weak,strong}, fetch_add/sub/and/or/xor for integers
+// and fetch_add/sub for pointers. T is trivially copyable and at most 8 bytes; compare-exchange
+// compares object representations, as std::atomic does.
+//
+// Thread safety: as std::atomic, for threads of one model execution.
+
+#include <spindle/model/scheduler.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace spindle::model {
+
+namespace impl {
+
+template <class T>
+concept integral_word = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+template <class T>
+auto bits_of(T const& v) noexcept -> std::uint64_t {
+  std::uint64_t out = 0;
+  std::memcpy(&out, &v, sizeof(T));
+  return out;
+}
+
+/// The scheduling point before an atomic operation; nullptr outside an execution.
+inline auto enter(char const* what, void const* addr) -> execution* {
+  auto* ex = current_execution;
+  if (ex != nullptr) {
+    ex->yield(current_thread, what, addr);
+  }
+  return ex;
+}
+
+/// As enter(), for an operation that drains the store buffer first (x86 locked instructions,
+/// seq_cst stores, fences and system calls).
+inline auto enter_serialising(char const* what, void const* addr) -> execution* {
+  auto* ex = enter(what, addr);
+  if (ex != nullptr) {
+    ex->drain(current_thread);
+  }
+  return ex;
+}
+
+inline auto failure_order(std::memory_order o) noexcept -> std::memory_order {
+  if (o == std::memory_order_acq_rel) {
+    return std::memory_order_acquire;
+  }
+  if (o == std::memory_order_release) {
+    return std::memory_order_relaxed;
+  }
+  return o;
+}
+
+/// The instrumented atomic. It lives in impl, and model::atomic is an alias of it, so that
+/// argument-dependent lookup of an unqualified futex_wait(word, ...) in library code finds only
+/// the detail:: function, not also the model:: one it forwards to.
+template <class T>
+class atomic {
+  static_assert(std::is_trivially_copyable_v<T>, "model::atomic<T> needs a trivially copyable T");
+  static_assert(sizeof(T) <= 8, "model::atomic<T> supports T of at most 8 bytes");
+
+ public:
+  static constexpr bool is_always_lock_free = true;
+
+  constexpr atomic() noexcept : value_() {}
+  constexpr atomic(T desired) noexcept : value_(desired) {}  // NOLINT: mirrors std::atomic
+  atomic(atomic const&) = delete;
+  auto operator=(atomic const&) -> atomic& = delete;
+
+  ~atomic() {
+    if (auto* ex = current_execution; ex != nullptr && ex->buffering()) {
+      ex->drop_buffered(this);
+    }
+  }
+
+  [[nodiscard]] auto load(std::memory_order order = std::memory_order_seq_cst) const noexcept -> T {
+    auto* ex = impl::enter("load", this);
+    T v = value_;
+    if (ex != nullptr) {
+      std::uint64_t bits = 0;
+      if (ex->buffering() && ex->forwarded(impl::current_thread, this, bits)) {
+        // Store forwarding: the thread reads its own buffered store; no synchronisation.
+        std::memcpy(&v, &bits, sizeof(T));
+        ex->after_load(impl::current_thread, location{}, std::memory_order_relaxed, this, bits,
+                       "load (own buffered store)");
+        return v;
+      }
+      ex->after_load(impl::current_thread, loc_, order, this, impl::bits_of(v), "load");
+    }
+    return v;
+  }
+
+  void store(T desired, std::memory_order order = std::memory_order_seq_cst) noexcept {
+    auto* ex = impl::enter("store", this);
+    if (ex != nullptr && ex->buffering()) {
+      if (order != std::memory_order_seq_cst) {
+        ex->buffer_store(impl::current_thread, loc_, order, &value_, this, sizeof(T),
+                         impl::bits_of(desired));
+        return;
+      }
+      ex->drain(impl::current_thread);
+    }
+    value_ = desired;
+    if (ex != nullptr) {
+      ex->after_store(impl::current_thread, loc_, order, this, impl::bits_of(desired));
+    }
+  }
+
+  auto exchange(T desired, std::memory_order order = std::memory_order_seq_cst) noexcept -> T {
+    auto* ex = impl::enter_serialising("exchange", this);
+    T const old = value_;
+    value_ = desired;
+    if (ex != nullptr) {
+      ex->after_rmw(impl::current_thread, loc_, order, this, impl::bits_of(desired), "exchange");
+    }
+    return old;
+  }
+
+  auto compare_exchange_strong(T& expected, T desired, std::memory_order success,
+                               std::memory_order failure) noexcept -> bool {
+    auto* ex = impl::enter_serialising("compare_exchange", this);
+    if (std::memcmp(&value_, &expected, sizeof(T)) == 0) {
+      value_ = desired;
+      if (ex != nullptr) {
+        ex->after_rmw(impl::current_thread, loc_, success, this, impl::bits_of(desired),
+                      "cas (succeeds)");
+      }
+      return true;
+    }
+    expected = value_;
+    if (ex != nullptr) {
+      ex->after_load(impl::current_thread, loc_, failure, this, impl::bits_of(value_),
+                     "cas (fails)");
+    }
+    return false;
+  }
+  auto compare_exchange_strong(T& expected, T desired,
+                               std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> bool {
+    return compare_exchange_strong(expected, desired, order, impl::failure_order(order));
+  }
+  /// Never fails spuriously in the model (see the limitations in scheduler.hpp).
+  auto compare_exchange_weak(T& expected, T desired, std::memory_order success,
+                             std::memory_order failure) noexcept -> bool {
+    return compare_exchange_strong(expected, desired, success, failure);
+  }
+  auto compare_exchange_weak(T& expected, T desired,
+                             std::memory_order order = std::memory_order_seq_cst) noexcept -> bool {
+    return compare_exchange_strong(expected, desired, order, impl::failure_order(order));
+  }
+
+  auto fetch_add(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires impl::integral_word<T> {
+    return rmw("fetch_add", order, [arg](T v) { return wrap(v, arg, true); });
+  }
+  auto fetch_sub(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires impl::integral_word<T> {
+    return rmw("fetch_sub", order, [arg](T v) { return wrap(v, arg, false); });
+  }
+  auto fetch_and(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires impl::integral_word<T> {
+    return rmw("fetch_and", order, [arg](T v) { return static_cast<T>(v & arg); });
+  }
+  auto fetch_or(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires impl::integral_word<T> {
+    return rmw("fetch_or", order, [arg](T v) { return static_cast<T>(v | arg); });
+  }
+  auto fetch_xor(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires impl::integral_word<T> {
+    return rmw("fetch_xor", order, [arg](T v) { return static_cast<T>(v ^ arg); });
+  }
+  auto fetch_add(std::ptrdiff_t arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires std::is_pointer_v<T> {
+    return rmw("fetch_add", order, [arg](T v) { return v + arg; });
+  }
+  auto fetch_sub(std::ptrdiff_t arg, std::memory_order order = std::memory_order_seq_cst) noexcept
+      -> T requires std::is_pointer_v<T> {
+    return rmw("fetch_sub", order, [arg](T v) { return v - arg; });
+  }
+
+  /// The current value without a scheduling point or clock update: for the scheduler's futex
+  /// emulation and for assertions made while no other thread runs.
+  [[nodiscard]] auto peek() const noexcept -> T { return value_; }
+
+ private:
+  static auto wrap(T a, T b, bool add) noexcept -> T {
+    using U = std::make_unsigned_t<T>;
+    auto const ua = static_cast<U>(a);
+    auto const ub = static_cast<U>(b);
+    return static_cast<T>(add ? static_cast<U>(ua + ub) : static_cast<U>(ua - ub));
+  }
+
+  template <class Fn>
+  auto rmw(char const* what, std::memory_order order, Fn fn) noexcept -> T {
+    auto* ex = impl::enter_serialising(what, this);
+    T const old = value_;
+    value_ = fn(old);
+    if (ex != nullptr) {
+      ex->after_rmw(impl::current_thread, loc_, order, this, impl::bits_of(value_), what);
+    }
+    return old;
+  }
+
+  T value_;
+  location loc_{};
+};
+
+}  // namespace impl
+
+template <class T>
+using atomic = impl::atomic<T>;
+
+/// A thread fence; the library only issues seq_cst ones (acquire + release in the clocks).
+inline void fence(std::memory_order order) noexcept {
+  if (auto* ex = impl::enter_serialising("fence", nullptr); ex != nullptr) {
+    ex->fence(impl::current_thread, order);
+  }
+}
+
+/// One busy-wait step: a scheduling point; repeated spinning with no write anywhere makes the
+/// thread yield to the others (see "livelocks" in scheduler.hpp).
+inline void spin_pause() noexcept {
+  if (auto* ex = impl::current_execution; ex != nullptr) {
+    ex->spin(impl::current_thread, "spin_pause");
+  }
+}
+
+inline void thread_yield() noexcept {
+  if (auto* ex = impl::current_execution; ex != nullptr) {
+    ex->spin(impl::current_thread, "thread_yield");
+  }
+}
+
+/// Sleeps while `word == expected` until a futex_wake on `word`. Never wakes spuriously.
+inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+  auto* ex = impl::enter_serialising("futex_wait", &word);
+  if (ex == nullptr) {
+    if (word.peek() == expected) {
+      impl::outside_execution("futex_wait that would block");
+    }
+    return;
+  }
+  static_cast<void>(ex->futex_wait(impl::current_thread, &word, word.peek(), expected, false));
+}
+
+/// As futex_wait, with virtual time: the scheduler may let the deadline pass at any point
+/// while the thread sleeps. A deadline of time_point::max() never passes. Returns false when
+/// the deadline passed.
+inline auto futex_wait_until(atomic<std::uint32_t>& word, std::uint32_t expected,
+                             std::chrono::steady_clock::time_point deadline) noexcept -> bool {
+  auto* ex = impl::enter_serialising("futex_wait_until", &word);
+  bool const timed = deadline != std::chrono::steady_clock::time_point::max();
+  if (ex == nullptr) {
+    // Alone outside an execution nobody can wake us: the deadline is what ends the wait.
+    return word.peek() != expected || !timed;
+  }
+  return ex->futex_wait(impl::current_thread, &word, word.peek(), expected, timed);
+}
+
+inline void futex_wake_one(atomic<std::uint32_t>& word) noexcept {
+  if (auto* ex = impl::enter_serialising("futex_wake_one", &word); ex != nullptr) {
+    ex->futex_wake(impl::current_thread, &word, false);
+  }
+}
+
+inline void futex_wake_all(atomic<std::uint32_t>& word) noexcept {
+  if (auto* ex = impl::enter_serialising("futex_wake_all", &word); ex != nullptr) {
+    ex->futex_wake(impl::current_thread, &word, true);
+  }
+}
+
+/// Marks a plain read of shared payload at `addr` for the race detector (not a scheduling
+/// point).
+inline void note_read(void const* addr, std::size_t /*size*/) noexcept {
+  if (auto* ex = impl::current_execution; ex != nullptr) {
+    ex->access(impl::current_thread, addr, false);
+  }
+}
+
+/// Marks a plain write of shared payload at `addr` for the race detector.
+inline void note_write(void const* addr, std::size_t /*size*/) noexcept {
+  if (auto* ex = impl::current_execution; ex != nullptr) {
+    ex->access(impl::current_thread, addr, true);
+  }
+}
+
+/// A plain (non-atomic) variable whose accesses the race detector sees. For test payloads.
+template <class T>
+class plain {
+ public:
+  constexpr plain() = default;
+  constexpr explicit plain(T v) : value_(v) {}
+  [[nodiscard]] auto get() const noexcept -> T {
+    note_read(&value_, sizeof(T));
+    return value_;
+  }
+  void set(T v) noexcept {
+    note_write(&value_, sizeof(T));
+    value_ = v;
+  }
+
+ private:
+  T value_{};
+};
+
+}  // namespace spindle::model

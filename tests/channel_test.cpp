@@ -1,0 +1,489 @@
+// spindle::bounded / spindle::unbounded handles, and the bounded (array) flavour in detail.
+// The unbounded and rendezvous flavours have their own files: channel_unbounded_test.cpp and
+// channel_zero_test.cpp.
+
+#include <spindle/channel.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <latch>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "support/tracked.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using spindle::recv_status;
+using spindle::send_status;
+using spindle_test::tracked;
+
+// A producer thread sends jobs through a bounded channel; the consumer receives them with a
+// range-for, which ends once the producer has closed the channel and everything is drained.
+TEST(Channel, Example) {
+  auto [tx, rx] = spindle::bounded<int>(16);  // at most 16 values buffered
+
+  std::jthread producer([tx = std::move(tx)]() mutable {
+    for (int i = 1; i <= 100; ++i) {
+      // send blocks while the channel is full; it fails only if the channel was closed.
+      auto r = tx.send(i);
+      ASSERT_TRUE(r);
+    }
+    tx.close();  // or simply let the last sender go out of scope
+  });
+
+  int sum = 0;
+  for (int v : rx) {  // receives until closed and drained
+    sum += v;
+  }
+  EXPECT_EQ(sum, 5050);
+
+  // Once closed, a send hands the value back instead of dropping it.
+  auto [tx2, rx2] = spindle::bounded<std::unique_ptr<int>>(1);
+  rx2.close();
+  auto r = tx2.send(std::make_unique<int>(7));
+  EXPECT_EQ(r.status, send_status::closed);
+  ASSERT_TRUE(r.value.has_value());
+  EXPECT_EQ(**r.value, 7);
+}
+
+// ---- Creating channels -------------------------------------------------------------------
+
+TEST(Channel, CapacityReportsTheBound) {
+  auto [tx, rx] = spindle::bounded<int>(5);
+  EXPECT_EQ(tx.capacity(), 5U);
+  EXPECT_EQ(rx.capacity(), 5U);
+}
+
+TEST(Channel, UnboundedCapacityIsSizeMax) {
+  auto [tx, rx] = spindle::unbounded<int>();
+  EXPECT_EQ(tx.capacity(), std::numeric_limits<std::size_t>::max());
+  EXPECT_EQ(rx.capacity(), std::numeric_limits<std::size_t>::max());
+}
+
+TEST(Channel, BoundedZeroIsARendezvous) {
+  auto [tx, rx] = spindle::bounded<int>(0);
+  EXPECT_EQ(tx.capacity(), 0U);
+  EXPECT_EQ(tx.try_send(1).status, send_status::full);  // nobody waits to receive
+}
+
+TEST(Channel, HugeCapacityThrowsLengthError) {
+  EXPECT_THROW(static_cast<void>(spindle::bounded<int>(std::numeric_limits<std::size_t>::max())),
+               std::length_error);
+  EXPECT_THROW(
+      static_cast<void>(spindle::bounded<int>(std::numeric_limits<std::size_t>::max() / 8)),
+      std::length_error);
+}
+
+TEST(Channel, ResultsConvertToBool) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  EXPECT_TRUE(tx.try_send(1));
+  EXPECT_FALSE(tx.try_send(2));
+  EXPECT_TRUE(rx.try_recv());
+  EXPECT_FALSE(rx.try_recv());
+}
+
+// ---- Basic operations ----------------------------------------------------------------------
+
+TEST(BoundedChannel, TrySendAndTryRecvReportEveryStatus) {
+  auto [tx, rx] = spindle::bounded<int>(2);
+  EXPECT_EQ(rx.try_recv().status, recv_status::empty);
+  EXPECT_EQ(tx.try_send(1).status, send_status::sent);
+  EXPECT_EQ(tx.try_send(2).status, send_status::sent);
+  auto full = tx.try_send(3);
+  EXPECT_EQ(full.status, send_status::full);
+  ASSERT_TRUE(full.value.has_value());
+  EXPECT_EQ(*full.value, 3);
+
+  auto r = rx.try_recv();
+  EXPECT_EQ(r.status, recv_status::received);
+  EXPECT_EQ(*r.value, 1);
+  tx.close();
+  auto closed = tx.try_send(4);
+  EXPECT_EQ(closed.status, send_status::closed);
+  EXPECT_EQ(*closed.value, 4);
+  EXPECT_EQ(*rx.try_recv().value, 2);  // still drains after close
+  EXPECT_EQ(rx.try_recv().status, recv_status::closed);
+}
+
+TEST(BoundedChannel, DeliversInFifoOrder) {
+  auto [tx, rx] = spindle::bounded<int>(100);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(tx.try_send(i));
+  }
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(*rx.recv(), i);
+  }
+}
+
+TEST(BoundedChannel, SizeCountsBufferedValues) {
+  auto [tx, rx] = spindle::bounded<int>(3);
+  EXPECT_EQ(tx.size(), 0U);
+  ASSERT_TRUE(tx.try_send(1));
+  ASSERT_TRUE(tx.try_send(2));
+  EXPECT_EQ(rx.size(), 2U);
+  ASSERT_TRUE(tx.try_send(3));
+  EXPECT_EQ(rx.size(), 3U);
+  ASSERT_TRUE(rx.try_recv());
+  EXPECT_EQ(tx.size(), 2U);
+  tx.close();
+  EXPECT_EQ(tx.size(), 2U);  // the closed mark does not disturb the count
+}
+
+// ---- Edges: capacities, wrap-around --------------------------------------------------------
+
+TEST(BoundedChannel, CapacityOneAlternates) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(tx.try_send(i));
+    ASSERT_EQ(tx.try_send(-1).status, send_status::full);
+    ASSERT_EQ(rx.size(), 1U);
+    ASSERT_EQ(*rx.try_recv().value, i);
+    ASSERT_EQ(rx.try_recv().status, recv_status::empty);
+  }
+}
+
+TEST(BoundedChannel, NonPowerOfTwoCapacitiesHoldExactlyTheirBound) {
+  for (std::size_t cap : {3U, 5U, 7U, 1000U}) {
+    auto [tx, rx] = spindle::bounded<std::size_t>(cap);
+    for (int lap = 0; lap < 5; ++lap) {
+      for (std::size_t i = 0; i < cap; ++i) {
+        ASSERT_TRUE(tx.try_send(i)) << "capacity " << cap;
+      }
+      ASSERT_EQ(tx.try_send(cap).status, send_status::full) << "capacity " << cap;
+      ASSERT_EQ(tx.size(), cap);
+      for (std::size_t i = 0; i < cap; ++i) {
+        ASSERT_EQ(*rx.try_recv().value, i);
+      }
+      ASSERT_EQ(rx.try_recv().status, recv_status::empty);
+    }
+  }
+}
+
+TEST(BoundedChannel, WrapsAroundOverManyLaps) {
+  auto [tx, rx] = spindle::bounded<std::uint64_t>(3);
+  std::uint64_t next_in = 0;
+  std::uint64_t next_out = 0;
+  // Uneven fill levels so every index is seen at every fill level over the laps.
+  for (int round = 0; round < 10000; ++round) {
+    auto const burst = static_cast<std::uint64_t>(round % 3) + 1;
+    for (std::uint64_t i = 0; i < burst && tx.try_send(next_in); ++i) {
+      ++next_in;
+    }
+    auto r = rx.try_recv();
+    ASSERT_TRUE(r);
+    ASSERT_EQ(*r.value, next_out++);
+  }
+  while (auto r = rx.try_recv()) {
+    ASSERT_EQ(*r.value, next_out++);
+  }
+  EXPECT_EQ(next_in, next_out);
+}
+
+// ---- Move-only and counted payloads -------------------------------------------------------
+
+TEST(BoundedChannel, CarriesMoveOnlyTypes) {
+  auto [tx, rx] = spindle::bounded<std::unique_ptr<int>>(2);
+  ASSERT_TRUE(tx.send(std::make_unique<int>(1)));
+  ASSERT_TRUE(tx.try_send(std::make_unique<int>(2)));
+  auto full = tx.try_send(std::make_unique<int>(3));
+  ASSERT_EQ(full.status, send_status::full);
+  EXPECT_EQ(**full.value, 3);  // handed back, not dropped
+  EXPECT_EQ(**rx.recv(), 1);
+  EXPECT_EQ(**rx.try_recv().value, 2);
+}
+
+TEST(BoundedChannel, DestroysEveryValueExactlyOnce) {
+  auto const before = tracked::live();
+  {
+    auto [tx, rx] = spindle::bounded<tracked>(4);
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      ASSERT_TRUE(tx.send(tracked(i)));
+    }
+    auto full = tx.try_send(tracked(99));
+    EXPECT_EQ(full.value->id(), 99U);
+    auto r = rx.recv();
+    EXPECT_EQ(r->id(), 0U);
+    // Three values stay inside when the channel dies.
+  }
+  EXPECT_EQ(tracked::live(), before);
+}
+
+TEST(BoundedChannel, LastReceiverDropDestroysBufferedValuesAtOnce) {
+  auto const before = tracked::live();
+  auto [tx, rx] = spindle::bounded<tracked>(8);
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(tx.send(tracked(i)));
+  }
+  EXPECT_EQ(tracked::live(), before + 5);
+  { auto gone = std::move(rx); }
+  EXPECT_EQ(tracked::live(), before);  // eager discard: the sender still lives
+  EXPECT_TRUE(tx.is_closed());
+  auto r = tx.send(tracked(7));
+  EXPECT_EQ(r.status, send_status::closed);
+  EXPECT_EQ(r.value->id(), 7U);
+}
+
+// ---- Handles --------------------------------------------------------------------------------
+
+TEST(Channel, CopiesShareTheChannel) {
+  auto [tx, rx] = spindle::bounded<int>(4);
+  auto tx2 = tx;
+  auto rx2 = rx;
+  ASSERT_TRUE(tx2.send(1));
+  EXPECT_EQ(*rx.recv(), 1);
+  ASSERT_TRUE(tx.send(2));
+  EXPECT_EQ(*rx2.recv(), 2);
+  rx2.close();
+  EXPECT_TRUE(tx.is_closed());
+  EXPECT_TRUE(rx.is_closed());
+}
+
+TEST(Channel, LastSenderDropClosesAfterDrain) {
+  auto [tx, rx] = spindle::bounded<int>(4);
+  auto tx2 = tx;
+  ASSERT_TRUE(tx.send(1));
+  { auto gone = std::move(tx); }
+  EXPECT_FALSE(rx.is_closed());  // tx2 still lives
+  ASSERT_TRUE(tx2.send(2));
+  { auto gone = std::move(tx2); }
+  EXPECT_TRUE(rx.is_closed());
+  EXPECT_EQ(*rx.recv(), 1);
+  EXPECT_EQ(*rx.recv(), 2);
+  EXPECT_EQ(rx.recv(), std::nullopt);
+  EXPECT_EQ(rx.try_recv().status, recv_status::closed);
+}
+
+TEST(Channel, CloseFromTheReceiverSideStillDrains) {
+  auto [tx, rx] = spindle::bounded<int>(4);
+  ASSERT_TRUE(tx.send(1));
+  rx.close();
+  EXPECT_EQ(tx.send(2).status, send_status::closed);
+  EXPECT_EQ(*rx.recv(), 1);
+  EXPECT_EQ(rx.recv(), std::nullopt);
+}
+
+TEST(Channel, CloseIsIdempotent) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  tx.close();
+  tx.close();
+  rx.close();
+  EXPECT_TRUE(tx.is_closed());
+}
+
+TEST(Channel, HandlesCanBeMoveAndCopyAssigned) {
+  auto [tx, rx] = spindle::bounded<int>(2);
+  auto [tx2, rx2] = spindle::bounded<int>(2);
+  tx2 = tx;  // the second channel loses its only sender: closed
+  EXPECT_TRUE(rx2.is_closed());
+  ASSERT_TRUE(tx2.send(5));
+  rx2 = std::move(rx);
+  EXPECT_EQ(*rx2.recv(), 5);
+}
+
+#if defined(SPINDLE_ENABLE_ASSERTS)
+TEST(ChannelDeathTest, UsingAMovedFromHandleAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto [tx, rx] = spindle::bounded<int>(1);
+  auto tx2 = std::move(tx);
+  auto rx2 = std::move(rx);
+  EXPECT_DEATH(static_cast<void>(tx.try_send(1)), "moved-from spindle::sender");   // NOLINT
+  EXPECT_DEATH(static_cast<void>(rx.try_recv()), "moved-from spindle::receiver");  // NOLINT
+}
+#endif
+
+// ---- Timeouts and cancellation -------------------------------------------------------------
+
+TEST(BoundedChannel, SendForTimesOutAndHandsTheValueBack) {
+  auto [tx, rx] = spindle::bounded<std::unique_ptr<int>>(1);
+  ASSERT_TRUE(tx.send(std::make_unique<int>(1)));
+  auto r = tx.send_for(std::make_unique<int>(2), 5ms);
+  EXPECT_EQ(r.status, send_status::timed_out);
+  ASSERT_TRUE(r.value.has_value());
+  EXPECT_EQ(**r.value, 2);
+  EXPECT_EQ(tx.send_for(std::make_unique<int>(3), 0ms).status, send_status::timed_out);
+}
+
+TEST(BoundedChannel, RecvForTimesOut) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  auto const start = std::chrono::steady_clock::now();
+  auto r = rx.recv_for(10ms);
+  EXPECT_EQ(r.status, recv_status::timed_out);
+  EXPECT_FALSE(r.value.has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 10ms);
+  ASSERT_TRUE(tx.send(3));
+  EXPECT_EQ(*rx.recv_for(1h).value, 3);  // huge timeouts saturate
+}
+
+TEST(BoundedChannel, DeadlinesAcceptAnyClock) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  EXPECT_EQ(rx.recv_until(std::chrono::system_clock::now() + 2ms).status, recv_status::timed_out);
+  ASSERT_TRUE(tx.send(1));
+  EXPECT_EQ(tx.send_until(2, std::chrono::steady_clock::now() + 2ms).status,
+            send_status::timed_out);
+  EXPECT_EQ(tx.send_until(2, std::chrono::system_clock::now() - 1s).status, send_status::timed_out);
+  tx.close();
+  EXPECT_EQ(rx.recv_until(std::chrono::system_clock::now() + 1h).status, recv_status::received);
+  EXPECT_EQ(rx.recv_until(std::chrono::system_clock::now() + 1h).status, recv_status::closed);
+}
+
+TEST(BoundedChannel, StopTokenCancelsABlockedRecv) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  std::stop_source stop;
+  std::latch started(1);
+  recv_status status = recv_status::empty;
+  std::thread t([&, rx = rx]() mutable {
+    started.count_down();
+    status = rx.recv(stop.get_token()).status;
+  });
+  started.wait();
+  stop.request_stop();  // wakes the receiver whether it is already parked or not
+  t.join();
+  EXPECT_EQ(status, recv_status::cancelled);
+}
+
+TEST(BoundedChannel, StopTokenRecvStillReceivesAndSeesClose) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  std::stop_source stop;
+  ASSERT_TRUE(tx.send(4));
+  stop.request_stop();
+  auto r = rx.recv(stop.get_token());  // a buffered value wins over the stop request
+  EXPECT_EQ(r.status, recv_status::received);
+  EXPECT_EQ(rx.recv(stop.get_token()).status, recv_status::cancelled);
+  tx.close();
+  EXPECT_EQ(rx.recv(std::stop_token{}).status, recv_status::closed);
+}
+
+// ---- Blocking and waking -------------------------------------------------------------------
+
+TEST(BoundedChannel, BlockedSendResumesWhenASlotFrees) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  ASSERT_TRUE(tx.send(1));
+  std::latch started(1);
+  std::thread t([&, tx = tx]() mutable {
+    started.count_down();
+    EXPECT_TRUE(tx.send(2));  // blocks until the main thread receives
+  });
+  started.wait();
+  EXPECT_EQ(*rx.recv(), 1);
+  EXPECT_EQ(*rx.recv(), 2);
+  t.join();
+}
+
+TEST(BoundedChannel, BlockedRecvResumesOnSend) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  std::latch started(1);
+  std::thread t([&, rx = rx]() mutable {
+    started.count_down();
+    EXPECT_EQ(*rx.recv(), 42);
+  });
+  started.wait();
+  ASSERT_TRUE(tx.send(42));
+  t.join();
+}
+
+TEST(BoundedChannel, CloseWakesBlockedSendersWithTheirValues) {
+  auto [tx, rx] = spindle::bounded<std::unique_ptr<int>>(1);
+  ASSERT_TRUE(tx.send(std::make_unique<int>(0)));
+  constexpr int senders = 3;
+  std::latch started(senders);
+  std::atomic<int> handed_back{0};
+  std::vector<std::thread> threads;
+  for (int i = 1; i <= senders; ++i) {
+    threads.emplace_back([&, i, tx = tx]() mutable {
+      started.count_down();
+      auto r = tx.send(std::make_unique<int>(i));
+      if (r.status == send_status::closed) {
+        EXPECT_EQ(**r.value, i);
+        handed_back.fetch_add(1);
+      }
+    });
+  }
+  started.wait();
+  rx.close();
+  for (auto& t : threads) {
+    t.join();
+  }
+  // Each blocked sender either got in before the close (then its value is in the channel)
+  // or was handed its value back.
+  int received = 0;
+  while (rx.try_recv()) {
+    ++received;
+  }
+  EXPECT_EQ(received + handed_back.load(), senders + 1);
+}
+
+TEST(BoundedChannel, LastSenderDropWakesBlockedReceivers) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  std::latch started(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, rx = rx]() mutable {
+      started.count_down();
+      EXPECT_EQ(rx.recv(), std::nullopt);
+    });
+  }
+  started.wait();
+  { auto gone = std::move(tx); }
+  for (auto& t : threads) {
+    t.join();
+  }
+}
+
+TEST(BoundedChannel, RangeForStopsWhenClosedAndDrained) {
+  static_assert(std::input_iterator<spindle::receiver<int>::iterator>);
+  auto [tx, rx] = spindle::bounded<std::unique_ptr<int>>(8);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(tx.send(std::make_unique<int>(i)));
+  }
+  tx.close();
+  int expected = 0;
+  for (auto v : rx) {  // move-only values taken by value
+    EXPECT_EQ(*v, expected++);
+  }
+  EXPECT_EQ(expected, 5);
+}
+
+TEST(BoundedChannel, ManyProducersManyConsumersDeliverEverything) {
+  constexpr int producers = 3;
+  constexpr int consumers = 3;
+  constexpr std::uint64_t per_producer = 20000;
+  auto [tx, rx] = spindle::bounded<std::uint64_t>(7);
+  std::atomic<std::uint64_t> sum{0};
+  std::atomic<std::uint64_t> count{0};
+  {
+    std::vector<std::jthread> threads;
+    for (int c = 0; c < consumers; ++c) {
+      threads.emplace_back([&, rx = rx]() mutable {
+        for (auto v : rx) {
+          sum.fetch_add(v, std::memory_order_relaxed);
+          count.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    }
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([tx = tx]() mutable {
+        for (std::uint64_t i = 1; i <= per_producer; ++i) {
+          ASSERT_TRUE(tx.send(i));
+        }
+      });
+    }
+    { auto gone = std::move(tx); }  // the producers hold the remaining senders
+    { auto gone = std::move(rx); }
+  }
+  EXPECT_EQ(count.load(), producers * per_producer);
+  EXPECT_EQ(sum.load(), producers * per_producer * (per_producer + 1) / 2);
+}
+
+}  // namespace

@@ -1,0 +1,132 @@
+// Fuzz target: bytes decode into a sequence of channel operations (try_send, try_recv, close,
+// copying and dropping handles) on one thread, checked step by step against a sequential model
+// (a FIFO with a capacity and a closed flag). Values are tracked objects: at the end every
+// value was received or destroyed exactly once.
+#include <spindle/channel.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "fuzz/byte_reader.hpp"
+#include "support/tracked.hpp"
+
+namespace {
+
+using spindle_test::tracked;
+
+[[noreturn]] void fail(char const* what) {
+  std::fprintf(stderr, "channel_fuzz: %s\n", what);
+  std::abort();
+}
+
+void expect(bool cond, char const* what) {
+  if (!cond) {
+    fail(what);
+  }
+}
+
+void run(spindle_fuzz::byte_reader& in) {
+  auto const flavour = in.next() % 5;  // 0 unbounded, 1..3 bounded(n), 4 rendezvous
+  std::size_t const capacity = flavour == 0   ? std::numeric_limits<std::size_t>::max()
+                               : flavour == 4 ? 0
+                                              : flavour;
+  std::vector<spindle::sender<tracked>> senders;
+  std::vector<spindle::receiver<tracked>> receivers;
+  if (flavour == 0) {
+    auto [tx, rx] = spindle::unbounded<tracked>();
+    senders.push_back(std::move(tx));
+    receivers.push_back(std::move(rx));
+  } else {
+    auto [tx, rx] = spindle::bounded<tracked>(capacity);
+    senders.push_back(std::move(tx));
+    receivers.push_back(std::move(rx));
+  }
+  std::deque<std::uint64_t> model;
+  bool closed = false;
+  std::uint64_t next_id = 0;
+  for (int steps = 0; steps < 4096 && !in.done(); ++steps) {
+    auto const op = in.next();
+    auto& tx = senders[op % senders.size()];
+    auto& rx = receivers[op % receivers.size()];
+    switch ((op >> 4U) % 8) {
+      case 0:
+      case 1:
+      case 2: {
+        auto const id = next_id++;
+        auto r = tx.try_send(tracked(id));
+        if (closed) {
+          expect(r.status == spindle::send_status::closed, "send on a closed channel");
+        } else if (model.size() >= capacity) {
+          expect(r.status == spindle::send_status::full, "send beyond capacity");
+        } else {
+          expect(r.status == spindle::send_status::sent, "send with room failed");
+          model.push_back(id);
+        }
+        expect(r.status == spindle::send_status::sent || (r.value && r.value->id() == id),
+               "a failed send did not hand the value back");
+        break;
+      }
+      case 3:
+      case 4:
+      case 5: {
+        auto r = rx.try_recv();
+        if (!model.empty()) {
+          expect(r.status == spindle::recv_status::received && r.value &&
+                     r.value->id() == model.front(),
+                 "recv did not return the oldest value");
+          model.pop_front();
+        } else if (closed) {
+          expect(r.status == spindle::recv_status::closed, "recv on closed and drained");
+        } else {
+          expect(r.status == spindle::recv_status::empty, "recv on an empty channel");
+        }
+        break;
+      }
+      case 6:
+        if (op & 1U) {
+          if (senders.size() < 4) {
+            senders.push_back(senders.front());
+          } else {
+            senders.pop_back();
+          }
+        } else {
+          if (receivers.size() < 4) {
+            receivers.push_back(receivers.front());
+          } else {
+            receivers.pop_back();
+          }
+        }
+        break;
+      default:
+        if (op & 1U) {
+          tx.close();
+        } else {
+          rx.close();
+        }
+        closed = true;
+        break;
+    }
+    // (tx and rx may dangle here: case 6 can resize the handle vectors.)
+    if (capacity != 0) {
+      expect(senders.front().size() == model.size(), "size() disagrees with the model");
+    }
+    expect(receivers.front().is_closed() == closed, "is_closed() disagrees with the model");
+    expect(tracked::live() == static_cast<std::int64_t>(model.size()),
+           "live values differ from buffered values");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
+  spindle_fuzz::byte_reader in(data, size);
+  run(in);
+  expect(tracked::live() == 0, "values leaked or destroyed twice after the handles died");
+  return 0;
+}

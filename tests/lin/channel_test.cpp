@@ -1,0 +1,117 @@
+// Channels are linearizable FIFO queues: short random histories of try_send/try_recv from three
+// threads on two channels at once (each checked on its own, by locality), for bounded(1),
+// bounded(2), bounded(3) and unbounded, checked against the sequential specification.
+#include <spindle/channel.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "lin/runner.hpp"
+#include "lin/wgl.hpp"
+
+using spindle_lin::op_kind;
+using spindle_lin::operation;
+using spindle_lin::outcome;
+
+namespace {
+
+struct channel_pair {
+  spindle::sender<std::int64_t> tx;
+  spindle::receiver<std::int64_t> rx;
+};
+
+auto make(std::size_t capacity) -> channel_pair {
+  if (capacity == std::numeric_limits<std::size_t>::max()) {
+    auto [tx, rx] = spindle::unbounded<std::int64_t>();
+    return {std::move(tx), std::move(rx)};
+  }
+  auto [tx, rx] = spindle::bounded<std::int64_t>(capacity);
+  return {std::move(tx), std::move(rx)};
+}
+
+/// Runs `histories` random histories on channels of `capacity`; returns the first one that is
+/// not linearizable (empty when all are).
+auto check_channels(std::size_t capacity, std::uint32_t seed) -> std::vector<operation> {
+  int concurrent = 0;
+  for (int h = 0; h < spindle_lin::histories; ++h) {
+    channel_pair channels[2] = {make(capacity), make(capacity)};
+    std::vector<std::function<void(spindle_lin::recorder&)>> bodies;
+    for (int t = 0; t < 3; ++t) {
+      bodies.emplace_back([&channels, t, h, seed](spindle_lin::recorder& r) {
+        std::mt19937 rng(seed * 7919U + static_cast<std::uint32_t>(h * 31 + t));
+        auto tx = channels[0].tx;  // each thread uses its own handle copies
+        auto rx = channels[0].rx;
+        auto tx1 = channels[1].tx;
+        auto rx1 = channels[1].rx;
+        for (int i = 0; i < 5; ++i) {
+          operation o;
+          o.object = static_cast<int>(rng() % 2);
+          bool const send = rng() % 2 == 0;
+          auto& s = o.object == 0 ? tx : tx1;
+          auto& v = o.object == 0 ? rx : rx1;
+          if (send) {
+            o.kind = op_kind::send;
+            o.arg = t * 100 + i;
+            r.record(o, [&](operation& x) {
+              auto res = s.try_send(x.arg);
+              x.result = res.status == spindle::send_status::sent   ? outcome::ok
+                         : res.status == spindle::send_status::full ? outcome::full
+                                                                    : outcome::closed;
+            });
+          } else {
+            o.kind = op_kind::recv;
+            r.record(o, [&](operation& x) {
+              auto res = v.try_recv();
+              if (res.status == spindle::recv_status::received) {
+                x.value = *res.value;
+              } else {
+                x.result =
+                    res.status == spindle::recv_status::empty ? outcome::empty : outcome::closed;
+              }
+            });
+          }
+        }
+      });
+    }
+    auto history = spindle_lin::run_history(bodies);
+    concurrent += spindle_lin::has_overlap(history) ? 1 : 0;
+    if (!spindle_lin::linearizable(history,
+                                   [capacity](int) { return spindle_lin::fifo_spec{capacity}; })) {
+      return history;
+    }
+  }
+  std::printf("[lin] %d histories checked, %d with overlapping operations\n",
+              spindle_lin::histories, concurrent);
+  return {};
+}
+
+}  // namespace
+
+TEST(LinChannel, Example) {
+  auto const bad = check_channels(2, 1);
+  EXPECT_TRUE(bad.empty()) << "bounded(2) history not linearizable:\n"
+                           << spindle_lin::describe(bad);
+}
+
+TEST(LinChannel, BoundedCapacityOne) {
+  auto const bad = check_channels(1, 2);
+  EXPECT_TRUE(bad.empty()) << "bounded(1) history not linearizable:\n"
+                           << spindle_lin::describe(bad);
+}
+
+TEST(LinChannel, BoundedCapacityThree) {
+  auto const bad = check_channels(3, 3);
+  EXPECT_TRUE(bad.empty()) << "bounded(3) history not linearizable:\n"
+                           << spindle_lin::describe(bad);
+}
+
+TEST(LinChannel, Unbounded) {
+  auto const bad = check_channels(std::numeric_limits<std::size_t>::max(), 4);
+  EXPECT_TRUE(bad.empty()) << "unbounded history not linearizable:\n" << spindle_lin::describe(bad);
+}

@@ -1,0 +1,342 @@
+// spindle channels under the model checker: bounded wrap-around at capacity 1 and 2, the
+// rendezvous, unbounded block boundaries, and close racing with send and recv. Every accepted
+// value is received or handed back exactly once, blocking operations never sleep through a
+// message (lost wake-up = deadlock), and the receiver sees what the sender wrote before send
+// (the race detector checks the payloads).
+#include <spindle/channel.hpp>
+#include <spindle/model/track_allocations.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "model/support.hpp"
+#include "support/tracked.hpp"
+
+namespace model = spindle::model;
+using spindle::recv_status;
+using spindle::send_status;
+using spindle_test::budget;
+using spindle_test::print_stats;
+
+namespace {
+
+/// Payloads written before their index is sent; indices received, per receiving thread.
+struct ledger {
+  std::array<model::plain<int>, 48> payload{};
+
+  auto make(int index) -> int {
+    payload[static_cast<std::size_t>(index)].set(1000 + index);
+    return index;
+  }
+  void take(std::vector<int>& into, int index) {
+    model::check(payload[static_cast<std::size_t>(index)].get() == 1000 + index,
+                 "the receiver saw a payload the sender had not written");
+    into.push_back(index);
+  }
+};
+
+/// Each index in [0, count) appears exactly once across `lists`.
+void expect_each_once(std::vector<std::vector<int>> const& lists, int count) {
+  std::array<int, 48> seen{};
+  for (auto const& list : lists) {
+    for (int i : list) {
+      ++seen[static_cast<std::size_t>(i)];
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    model::check(seen[static_cast<std::size_t>(i)] == 1, "a value was lost or delivered twice");
+  }
+}
+
+auto tso(model::options o) -> model::options {
+  o.store_buffering = true;
+  return o;
+}
+
+/// One producer sends `n` values with blocking send; the body receives them with recv.
+void blocking_pair_body(std::size_t capacity, int n) {
+  auto [tx, rx] = spindle::bounded<int>(capacity);
+  ledger l;
+  model::thread producer([&, tx = tx]() mutable {
+    for (int i = 0; i < n; ++i) {
+      auto r = tx.send(l.make(i));
+      model::check(r.status == send_status::sent, "send failed on an open channel");
+    }
+  });
+  std::vector<int> got;
+  for (int i = 0; i < n; ++i) {
+    auto v = rx.recv();
+    model::check(v.has_value(), "recv reported closed on an open channel");
+    l.take(got, *v);
+    model::check(*v == i, "values arrived out of order");
+  }
+  producer.join();
+}
+
+}  // namespace
+
+TEST(ModelChannel, Example) {
+  // Capacity 1, three values: every send after the first wraps around the one slot and may
+  // block; every schedule within one preemption delivers all three in order.
+  auto const r =
+      model::explore(model::exhaustive(1, budget(20000)), [] { blocking_pair_body(1, 3); });
+  EXPECT_TRUE(r) << r.message;
+  print_stats("bounded(1) send/recv x3, dfs bound 1", r);
+}
+
+TEST(ModelChannel, BoundedCapacityOneAndTwoRandomAndTso) {
+  for (std::size_t cap : {std::size_t{1}, std::size_t{2}}) {
+    auto body = [cap] { blocking_pair_body(cap, 5); };
+    auto const r = model::explore(model::random_schedules(21, budget(500)), body);
+    EXPECT_TRUE(r) << r.message;
+    print_stats(cap == 1 ? "bounded(1) x5, random" : "bounded(2) x5, random", r);
+    auto const p = model::explore(model::pct_schedules(22, budget(500), 3), body);
+    EXPECT_TRUE(p) << p.message;
+    print_stats(cap == 1 ? "bounded(1) x5, pct d=3" : "bounded(2) x5, pct d=3", p);
+    auto const t = model::explore(tso(model::random_schedules(23, budget(500))), body);
+    EXPECT_TRUE(t) << t.message;
+    print_stats(cap == 1 ? "bounded(1) x5, random + store buffers"
+                         : "bounded(2) x5, random + store buffers",
+                t);
+  }
+}
+
+TEST(ModelChannel, TwoProducersTryOperations) {
+  auto body = [] {
+    auto [tx, rx] = spindle::bounded<int>(2);
+    ledger l;
+    std::vector<int> handed_back;
+    std::vector<int> handed_back_b;
+    auto produce = [&l](spindle::sender<int> s, int first, std::vector<int>& back) {
+      for (int i = first; i < first + 2; ++i) {
+        auto r = s.try_send(l.make(i));
+        if (r.status != send_status::sent) {
+          model::check(r.status == send_status::full && r.value.has_value(),
+                       "a failed try_send must hand the value back");
+          back.push_back(*r.value);
+        }
+      }
+    };
+    model::thread a([&, s = tx] { produce(s, 0, handed_back); });
+    model::thread b([&, s = tx] { produce(s, 2, handed_back_b); });
+    std::vector<int> got;
+    for (int i = 0; i < 3; ++i) {
+      auto r = rx.try_recv();
+      if (r.status == recv_status::received) {
+        l.take(got, *r.value);
+      }
+    }
+    a.join();
+    b.join();
+    while (true) {
+      auto r = rx.try_recv();
+      if (r.status != recv_status::received) {
+        break;
+      }
+      l.take(got, *r.value);
+    }
+    expect_each_once({got, handed_back, handed_back_b}, 4);
+  };
+  auto const r = model::explore(model::random_schedules(31, budget(1000)), body);
+  EXPECT_TRUE(r) << r.message;
+  print_stats("bounded(2) 2 producers try ops, random", r);
+  auto const t = model::explore(tso(model::pct_schedules(32, budget(1000), 3)), body);
+  EXPECT_TRUE(t) << t.message;
+  print_stats("bounded(2) 2 producers try ops, pct + store buffers", t);
+}
+
+TEST(ModelChannel, Rendezvous) {
+  auto body = [] { blocking_pair_body(0, 2); };
+  auto const d = model::explore(model::exhaustive(2, budget(20000)), body);
+  EXPECT_TRUE(d) << d.message;
+  print_stats("bounded(0) rendezvous x2, dfs bound 2", d);
+  auto const t = model::explore(tso(model::random_schedules(41, budget(1000))), body);
+  EXPECT_TRUE(t) << t.message;
+  print_stats("bounded(0) rendezvous x2, random + store buffers", t);
+}
+
+TEST(ModelChannel, UnboundedAcrossBlockBoundary) {
+  // 33 values cross the first 31-slot block while the receiver drains concurrently.
+  auto body = [] {
+    auto [tx, rx] = spindle::unbounded<int>();
+    ledger l;
+    model::thread producer([&, tx = tx]() mutable {
+      for (int i = 0; i < 33; ++i) {
+        auto r = tx.try_send(l.make(i));
+        model::check(r.status == send_status::sent, "unbounded try_send must succeed");
+      }
+    });
+    std::vector<int> got;
+    for (int i = 0; i < 33; ++i) {
+      auto v = rx.recv();
+      model::check(v.has_value() && *v == i, "unbounded lost or reordered a value");
+      l.take(got, *v);
+    }
+    producer.join();
+  };
+  auto const r = model::explore(model::random_schedules(51, budget(150)), body);
+  EXPECT_TRUE(r) << r.message;
+  print_stats("unbounded x33 (block boundary), random", r);
+  auto const t = model::explore(tso(model::pct_schedules(52, budget(150), 3)), body);
+  EXPECT_TRUE(t) << t.message;
+  print_stats("unbounded x33 (block boundary), pct + buffers", t);
+}
+
+TEST(ModelChannel, CloseRacingWithSendAndRecv) {
+  for (std::size_t cap : {std::size_t{0}, std::size_t{1}, std::size_t{2}}) {
+    auto body = [cap] {
+      auto [tx, rx] = spindle::bounded<int>(cap);
+      ledger l;
+      std::vector<int> handed_back;
+      model::thread producer([&, tx = tx]() mutable {
+        for (int i = 0; i < 2; ++i) {
+          auto r = tx.send(l.make(i));
+          if (r.status != send_status::sent) {
+            model::check(r.status == send_status::closed && r.value.has_value(),
+                         "a send that failed must report closed and hand the value back");
+            handed_back.push_back(*r.value);
+          }
+        }
+      });
+      model::thread closer([tx = tx]() mutable { tx.close(); });
+      std::vector<int> got;
+      while (auto v = rx.recv()) {
+        l.take(got, *v);
+      }
+      producer.join();
+      closer.join();
+      expect_each_once({got, handed_back}, 2);
+    };
+    if (cap == 1) {
+      auto const d = model::explore(model::exhaustive(1, budget(20000)), body);
+      EXPECT_TRUE(d) << d.message;
+      print_stats("close vs send/recv, bounded(1), dfs bound 1", d);
+    }
+    auto const r = model::explore(model::pct_schedules(60, budget(300), 3), body);
+    EXPECT_TRUE(r) << r.message;
+    auto const t = model::explore(tso(model::random_schedules(61, budget(300))), body);
+    EXPECT_TRUE(t) << t.message;
+    print_stats(cap == 0   ? "close vs send/recv, bounded(0), random + buffers"
+                : cap == 1 ? "close vs send/recv, bounded(1), random + buffers"
+                           : "close vs send/recv, bounded(2), random + buffers",
+                t);
+  }
+}
+
+TEST(ModelChannel, UnboundedCloseWhileReceiverWaits) {
+  auto body = [] {
+    auto [tx, rx] = spindle::unbounded<int>();
+    ledger l;
+    model::thread producer([&, tx = tx]() mutable {
+      static_cast<void>(tx.send(l.make(0)));
+      tx.close();
+    });
+    std::vector<int> got;
+    while (auto v = rx.recv()) {
+      l.take(got, *v);
+    }
+    producer.join();
+    expect_each_once({got}, 1);
+  };
+  auto const d = model::explore(model::exhaustive(2, budget(20000)), body);
+  EXPECT_TRUE(d) << d.message;
+  print_stats("unbounded send+close vs recv, dfs bound 2", d);
+}
+
+TEST(ModelChannel, DroppingTheLastReceiverDestroysBufferedValues) {
+  auto body = [] {
+    auto const before = spindle_test::tracked::live();
+    {
+      auto [tx, rx] = spindle::bounded<spindle_test::tracked>(2);
+      model::thread producer([tx = tx]() mutable {
+        for (std::uint64_t i = 0; i < 3; ++i) {
+          static_cast<void>(tx.try_send(spindle_test::tracked(i)));
+        }
+      });
+      model::thread consumer([rx = std::move(rx)]() mutable { static_cast<void>(rx.try_recv()); });
+      producer.join();
+      consumer.join();
+    }
+    model::check(spindle_test::tracked::live() == before, "a value leaked or died twice");
+  };
+  auto const r = model::explore(model::random_schedules(71, budget(1500)), body);
+  EXPECT_TRUE(r) << r.message;
+  print_stats("last receiver dropped, tracked values, random", r);
+}
+
+TEST(ModelChannel, TimeoutsRacingWithSendAndRecv) {
+  // The deadline is an hour away, so only the model's virtual time ends a wait: the scheduler
+  // may time out any sleeping send_for/recv_for at any point. A timed-out operation must leave
+  // nothing behind: the value it did not send comes back, the value it did not receive stays.
+  for (std::size_t cap : {std::size_t{0}, std::size_t{1}}) {
+    auto body = [cap] {
+      auto [tx, rx] = spindle::bounded<int>(cap);
+      ledger l;
+      model::thread producer([&, tx = std::move(tx)]() mutable {
+        for (int i = 0; i < 2; ++i) {
+          auto r = tx.send_for(l.make(i), std::chrono::hours(1));
+          while (r.status == send_status::timed_out) {
+            model::check(r.value.has_value() && *r.value == i,
+                         "a timed-out send did not hand its value back");
+            r = tx.send_for(*r.value, std::chrono::hours(1));
+          }
+          model::check(r.status == send_status::sent, "send_for failed on an open channel");
+        }
+      });
+      std::vector<int> got;
+      for (;;) {
+        auto r = rx.recv_for(std::chrono::hours(1));
+        if (r.status == recv_status::closed) {
+          break;
+        }
+        if (r.status == recv_status::received) {
+          l.take(got, *r.value);
+        }
+      }
+      producer.join();
+      expect_each_once({got}, 2);
+      model::check(got.size() == 2 && got[0] == 0 && got[1] == 1, "values reordered");
+    };
+    auto const r = model::explore(model::random_schedules(81, budget(500)), body);
+    EXPECT_TRUE(r) << r.message;
+    auto const t = model::explore(tso(model::pct_schedules(82, budget(500), 3)), body);
+    EXPECT_TRUE(t) << t.message;
+    print_stats(cap == 0 ? "send_for/recv_for timeouts, bounded(0), random+pct"
+                         : "send_for/recv_for timeouts, bounded(1), random+pct",
+                t);
+  }
+}
+
+TEST(ModelChannel, TwoSendersTwoReceiversBlocking) {
+  auto body = [] {
+    auto [tx, rx] = spindle::bounded<int>(1);
+    ledger l;
+    std::vector<int> got_a;
+    std::vector<int> got_b;
+    model::thread s1([&, tx = tx]() mutable { static_cast<void>(tx.send(l.make(0))); });
+    model::thread s2([&, tx = tx]() mutable { static_cast<void>(tx.send(l.make(1))); });
+    model::thread r1([&, rx = rx]() mutable {
+      if (auto v = rx.recv()) {
+        l.take(got_a, *v);
+      }
+    });
+    if (auto v = rx.recv()) {
+      l.take(got_b, *v);
+    }
+    s1.join();
+    s2.join();
+    r1.join();
+    expect_each_once({got_a, got_b}, 2);
+  };
+  auto const r = model::explore(model::pct_schedules(91, budget(1000), 3), body);
+  EXPECT_TRUE(r) << r.message;
+  print_stats("bounded(1) 2 senders 2 receivers, pct d=3", r);
+  auto const t = model::explore(tso(model::random_schedules(92, budget(1000))), body);
+  EXPECT_TRUE(t) << t.message;
+  print_stats("bounded(1) 2 senders 2 receivers, random + buffers", t);
+}
