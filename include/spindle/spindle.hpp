@@ -1,10 +1,10 @@
 #pragma once
 // The umbrella header: every public spindle header.
 
+#include <spindle/channel.hpp>
 #include <spindle/deque.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/task_group.hpp>
-#include <spindle/channel.hpp>
 #include <spindle/version.hpp>
