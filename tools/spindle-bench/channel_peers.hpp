@@ -1,0 +1,474 @@
+#pragma once
+// Queue adapters for the channel scenarios of spindle-bench: spindle's channels and the peers
+// found at configure time (see cmake/spindle_peers.cmake), behind one small interface so that
+// every implementation runs the same producer and consumer loops.
+//
+// An adapter `Q` is constructed as `Q(capacity, total)` where `total` is the number of
+// messages the consumers take in all, and offers:
+//   make_producer() -> object with push(u64); destroying it says "this producer is done".
+//   make_consumer() -> object with pop(u64&) -> bool; false means end of stream.
+//   seal()          called once after every handle is made and before the start gate opens.
+// The static members `key` (for --only), `name`, `note` and `fifo` (whether per-producer FIFO
+// holds for each consumer, and the harness checks it) describe the row.
+//
+// End of stream. spindle uses its natural API: each producer owns a sender, the last sender
+// destroyed closes the channel, and recv() returns nullopt once it is drained. The mutex
+// queue closes the same way. Peers without close stop by count instead: consumers claim
+// messages from a shared counter in batches of `claim_batch` (one atomic add per 64
+// messages), then pop exactly that many, so no consumer waits for a message that never comes
+// and the per-message work stays a push and a pop, as for spindle. Messages are never 0
+// (atomic_queue reserves 0 as its empty marker).
+//
+// Waiting. Peers with a blocking pop use it (std::condition_variable, oneTBB's
+// concurrent_bounded_queue, moodycamel's wait_dequeue). boost::lockfree has none, so it
+// spins with a pause instruction, then yields the processor (`spin_then_yield`). atomic_queue
+// is run with its own push()/pop(), which busy-wait on the slot (its intended use); the
+// table notes "spinning".
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include <spindle/channel.hpp>
+
+#if defined(SPINDLE_HAVE_MOODYCAMEL)
+#include <concurrentqueue/blockingconcurrentqueue.h>
+#endif
+#if defined(SPINDLE_HAVE_BOOST_LOCKFREE)
+#include <boost/lockfree/queue.hpp>
+#endif
+#if defined(SPINDLE_HAVE_ATOMIC_QUEUE)
+#include <atomic_queue/atomic_queue.h>
+#endif
+#if defined(SPINDLE_HAVE_TBB)
+#include <tbb/concurrent_queue.h>
+#endif
+
+#include "bench_common.hpp"
+
+namespace spindle_bench::channel {
+
+using u64 = std::uint64_t;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+/// Spin with a pause instruction for a while, then give the processor away on every step:
+/// the waiting policy for peers without a blocking call.
+class spin_then_yield {
+ public:
+  void wait() noexcept {
+    if (spins_ < spin_limit) {
+      ++spins_;
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  static constexpr int spin_limit = 128;
+  int spins_ = 0;
+};
+
+inline constexpr u64 claim_batch = 64;
+
+/// End of stream by count: consumers claim batches of messages from `claimed_` before popping
+/// them, and stop once every message has been claimed.
+class counted_end {
+ public:
+  explicit counted_end(u64 total) : total_(total) {}
+
+  /// Claims up to claim_batch more messages; returns how many (0 = all have been claimed).
+  auto claim() noexcept -> u64 {
+    // relaxed: the counter only partitions message counts; messages travel through the queue.
+    auto const first = claimed_.fetch_add(claim_batch, std::memory_order_relaxed);
+    return first >= total_ ? 0 : std::min(claim_batch, total_ - first);
+  }
+
+ private:
+  u64 total_;
+  alignas(128) std::atomic<u64> claimed_{0};
+};
+
+/// A counted consumer over an adapter with a waiting pop: `Q::wait_pop(u64&)`.
+template <class Q>
+class counted_consumer {
+ public:
+  explicit counted_consumer(Q& q) : q_(&q) {}
+
+  auto pop(u64& out) -> bool {
+    if (left_ == 0) {
+      left_ = q_->end().claim();
+      if (left_ == 0) {
+        return false;
+      }
+    }
+    q_->wait_pop(out);
+    --left_;
+    return true;
+  }
+
+ private:
+  Q* q_;
+  u64 left_ = 0;
+};
+
+/// A producer handle over an adapter with a waiting push: `Q::wait_push(u64)`.
+template <class Q>
+class plain_producer {
+ public:
+  explicit plain_producer(Q& q) : q_(&q) {}
+  void push(u64 v) { q_->wait_push(v); }
+
+ private:
+  Q* q_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// spindle
+
+template <bool Bounded>
+class spindle_channel {
+ public:
+  static constexpr std::string_view key = Bounded ? "spindle" : "spindle-unbounded";
+  static constexpr std::string_view name = Bounded ? "spindle bounded" : "spindle unbounded";
+  static constexpr bool fifo = true;
+
+  static auto note(std::size_t capacity) -> std::string {
+    if (!Bounded) {
+      return "unbounded (capacity ignored); recv() blocks; close by dropping senders";
+    }
+    return capacity == 0 ? "rendezvous; recv() blocks; close by dropping senders"
+                         : "recv() blocks; close by dropping senders";
+  }
+
+  spindle_channel(std::size_t capacity, u64 /*total*/)
+      : ends_(Bounded ? spindle::bounded<u64>(capacity) : spindle::unbounded<u64>()) {}
+
+  class producer {
+   public:
+    explicit producer(spindle::sender<u64> tx) : tx_(std::move(tx)) {}
+    void push(u64 v) {
+      if (!tx_.send(v)) {
+        fail("spindle send() failed on an open channel");
+      }
+    }
+
+   private:
+    spindle::sender<u64> tx_;
+  };
+
+  class consumer {
+   public:
+    explicit consumer(spindle::receiver<u64> rx) : rx_(std::move(rx)) {}
+    auto pop(u64& out) -> bool {
+      auto v = rx_.recv();
+      if (!v) {
+        return false;
+      }
+      out = *v;
+      return true;
+    }
+
+   private:
+    spindle::receiver<u64> rx_;
+  };
+
+  auto make_producer() -> producer { return producer(ends_->first); }
+  auto make_consumer() -> consumer { return consumer(ends_->second); }
+  /// Drops the harness's own handles: the channel closes when the last producer is done.
+  void seal() { ends_.reset(); }
+
+ private:
+  std::optional<std::pair<spindle::sender<u64>, spindle::receiver<u64>>> ends_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// std::mutex + std::condition_variable + std::deque, bounded, with close.
+
+class mutex_queue {
+ public:
+  static constexpr std::string_view key = "mutex";
+  static constexpr std::string_view name = "std::mutex+condvar deque";
+  static constexpr bool fifo = true;
+
+  static auto note(std::size_t capacity) -> std::string {
+    return std::string("blocking push/pop; close by last producer") +
+           (capacity == 0 ? "; capacity 1 (no rendezvous)" : "");
+  }
+
+  mutex_queue(std::size_t capacity, u64 /*total*/)
+      : capacity_(std::max<std::size_t>(capacity, 1)) {}
+
+  class producer {
+   public:
+    explicit producer(mutex_queue& q) : q_(&q) {
+      std::lock_guard lock(q_->mutex_);
+      ++q_->producers_;
+    }
+    producer(producer&& other) noexcept : q_(std::exchange(other.q_, nullptr)) {}
+    producer(producer const&) = delete;
+    auto operator=(producer const&) -> producer& = delete;
+    auto operator=(producer&&) -> producer& = delete;
+    ~producer() {
+      if (q_ != nullptr) {
+        q_->producer_done();
+      }
+    }
+
+    void push(u64 v) {
+      std::unique_lock lock(q_->mutex_);
+      q_->not_full_.wait(lock, [&] { return q_->items_.size() < q_->capacity_; });
+      q_->items_.push_back(v);
+      lock.unlock();
+      q_->not_empty_.notify_one();
+    }
+
+   private:
+    mutex_queue* q_;
+  };
+
+  class consumer {
+   public:
+    explicit consumer(mutex_queue& q) : q_(&q) {}
+    auto pop(u64& out) -> bool {
+      std::unique_lock lock(q_->mutex_);
+      q_->not_empty_.wait(lock, [&] { return !q_->items_.empty() || q_->producers_ == 0; });
+      if (q_->items_.empty()) {
+        return false;
+      }
+      out = q_->items_.front();
+      q_->items_.pop_front();
+      lock.unlock();
+      q_->not_full_.notify_one();
+      return true;
+    }
+
+   private:
+    mutex_queue* q_;
+  };
+
+  auto make_producer() -> producer { return producer(*this); }
+  auto make_consumer() -> consumer { return consumer(*this); }
+  void seal() {}
+
+ private:
+  void producer_done() {
+    std::unique_lock lock(mutex_);
+    if (--producers_ == 0) {
+      lock.unlock();
+      not_empty_.notify_all();
+    }
+  }
+
+  std::size_t capacity_;
+  std::mutex mutex_;
+  std::condition_variable not_full_;
+  std::condition_variable not_empty_;
+  std::deque<u64> items_;
+  int producers_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// moodycamel::BlockingConcurrentQueue: unbounded; wait_dequeue blocks on a semaphore.
+
+#if defined(SPINDLE_HAVE_MOODYCAMEL)
+class moodycamel_queue {
+ public:
+  static constexpr std::string_view key = "moodycamel";
+  static constexpr std::string_view name = "moodycamel::BlockingConcurrentQueue";
+  // Items of one producer come out in order, but the queue keeps one sub-queue per producer
+  // and promises no more across consumers, so the harness checks counts and checksums only.
+  static constexpr bool fifo = false;
+
+  static auto note(std::size_t /*capacity*/) -> std::string {
+    return "UNBOUNDED (capacity ignored); tokens; wait_dequeue blocks; stop by count";
+  }
+
+  moodycamel_queue(std::size_t /*capacity*/, u64 total) : end_(total) {}
+
+  class producer {
+   public:
+    explicit producer(moodycamel_queue& q) : q_(&q), token_(q.queue_) {}
+    void push(u64 v) {
+      if (!q_->queue_.enqueue(token_, v)) {
+        fail("moodycamel enqueue failed");
+      }
+    }
+
+   private:
+    moodycamel_queue* q_;
+    moodycamel::ProducerToken token_;
+  };
+
+  class consumer {
+   public:
+    explicit consumer(moodycamel_queue& q) : q_(&q), token_(q.queue_) {}
+    auto pop(u64& out) -> bool {
+      if (left_ == 0) {
+        left_ = q_->end_.claim();
+        if (left_ == 0) {
+          return false;
+        }
+      }
+      q_->queue_.wait_dequeue(token_, out);
+      --left_;
+      return true;
+    }
+
+   private:
+    moodycamel_queue* q_;
+    moodycamel::ConsumerToken token_;
+    u64 left_ = 0;
+  };
+
+  auto make_producer() -> producer { return producer(*this); }
+  auto make_consumer() -> consumer { return consumer(*this); }
+  void seal() {}
+
+ private:
+  moodycamel::BlockingConcurrentQueue<u64> queue_;
+  counted_end end_;
+};
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// boost::lockfree::queue: fixed capacity, no blocking; spin, then yield.
+
+#if defined(SPINDLE_HAVE_BOOST_LOCKFREE)
+class boost_queue {
+ public:
+  static constexpr std::string_view key = "boost";
+  static constexpr std::string_view name = "boost::lockfree::queue";
+  static constexpr bool fifo = true;
+
+  // fixed_sized queues index their nodes with 16 bits; one node is the dummy head.
+  static constexpr std::size_t max_capacity = 65534;
+
+  static auto note(std::size_t capacity) -> std::string {
+    std::string n = "no blocking: spin-then-yield push/pop; stop by count";
+    if (capacity == 0) {
+      n += "; capacity 1 (no rendezvous)";
+    } else if (capacity > max_capacity) {
+      n += "; capacity clamped to 65534";
+    }
+    return n;
+  }
+
+  boost_queue(std::size_t capacity, u64 total)
+      : queue_(std::clamp<std::size_t>(capacity, 1, max_capacity) + 1), end_(total) {}
+
+  void wait_push(u64 v) {
+    spin_then_yield w;
+    while (!queue_.bounded_push(v)) {
+      w.wait();
+    }
+  }
+  void wait_pop(u64& out) {
+    spin_then_yield w;
+    while (!queue_.pop(out)) {
+      w.wait();
+    }
+  }
+  auto end() -> counted_end& { return end_; }
+
+  auto make_producer() -> plain_producer<boost_queue> { return plain_producer(*this); }
+  auto make_consumer() -> counted_consumer<boost_queue> { return counted_consumer(*this); }
+  void seal() {}
+
+ private:
+  boost::lockfree::queue<u64, boost::lockfree::fixed_sized<true>> queue_;
+  counted_end end_;
+};
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// atomic_queue::AtomicQueueB (MPMC, runtime capacity, atomic elements): its push() and pop()
+// take a ticket and busy-wait on the slot.
+
+#if defined(SPINDLE_HAVE_ATOMIC_QUEUE)
+class atomic_queue_b {
+ public:
+  static constexpr std::string_view key = "atomic_queue";
+  static constexpr std::string_view name = "atomic_queue::AtomicQueueB";
+  // Slots carry no lap number: a producer one lap ahead can fill a slot before the producer
+  // whose ticket it was, so a consumer may see one producer's messages out of order.
+  static constexpr bool fifo = false;
+
+  static auto note(std::size_t capacity) -> std::string {
+    std::string n = "SPINNING push/pop (no blocking, no yield); stop by count";
+    if (capacity < 64 || (capacity & (capacity - 1)) != 0) {
+      n += "; capacity rounded up to a power of 2 >= 64";
+    }
+    return n;
+  }
+
+  atomic_queue_b(std::size_t capacity, u64 total)
+      : queue_(static_cast<unsigned>(std::clamp<std::size_t>(capacity, 1, 1U << 30))),
+        end_(total) {}
+
+  void wait_push(u64 v) { queue_.push(v); }
+  void wait_pop(u64& out) { out = queue_.pop(); }
+  auto end() -> counted_end& { return end_; }
+
+  auto make_producer() -> plain_producer<atomic_queue_b> { return plain_producer(*this); }
+  auto make_consumer() -> counted_consumer<atomic_queue_b> { return counted_consumer(*this); }
+  void seal() {}
+
+ private:
+  atomic_queue::AtomicQueueB<u64> queue_;
+  counted_end end_;
+};
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// oneTBB concurrent_bounded_queue: blocking push when full and pop when empty.
+
+#if defined(SPINDLE_HAVE_TBB)
+class tbb_queue {
+ public:
+  static constexpr std::string_view key = "tbb";
+  static constexpr std::string_view name = "tbb::concurrent_bounded_queue";
+  static constexpr bool fifo = true;
+
+  static auto note(std::size_t capacity) -> std::string {
+    return std::string("blocking push/pop; stop by count") +
+           (capacity == 0 ? "; capacity 1 (no rendezvous)" : "");
+  }
+
+  tbb_queue(std::size_t capacity, u64 total) : end_(total) {
+    queue_.set_capacity(static_cast<std::ptrdiff_t>(std::max<std::size_t>(capacity, 1)));
+  }
+
+  void wait_push(u64 v) { queue_.push(v); }
+  void wait_pop(u64& out) { queue_.pop(out); }
+  auto end() -> counted_end& { return end_; }
+
+  auto make_producer() -> plain_producer<tbb_queue> { return plain_producer(*this); }
+  auto make_consumer() -> counted_consumer<tbb_queue> { return counted_consumer(*this); }
+  void seal() {}
+
+ private:
+  tbb::concurrent_bounded_queue<u64> queue_;
+  counted_end end_;
+};
+#endif
+
+}  // namespace spindle_bench::channel

@@ -1,0 +1,470 @@
+// spindle-bench channel: MPMC channel scenarios, spindle and its peers side by side.
+//
+//   spindle-bench channel [--scenario seed|spsc|2p2c|pingpong|idle|all] [--runs R] [--json]
+//                         [--producers P --consumers C --messages N --capacity K]
+//                         [--only NAME[,NAME...]] [--idle-ms MS]
+//   spindle-bench channel-idle [--runs R] [--idle-ms MS] [--only NAME] [--json]
+//
+// Throughput scenarios (seed, spsc, 2p2c, or a custom one given by --producers/--consumers/
+// --messages/--capacity): P producers each send N u64 messages through one queue of capacity
+// K to C consumers. Threads wait on a start gate; the time runs from the release of the gate
+// to the moment the last consumer has seen the end of the stream. Result: million messages
+// per second (higher is better).
+//
+// Ping-pong: two queues of capacity 1 (or the peer's smallest); one thread sends i on the
+// first and waits for it on the second, an echo thread sends back what it receives. Result:
+// nanoseconds per round trip (lower is better).
+//
+// Idle: a consumer waits in its blocking (or spinning) receive on an empty queue for
+// --idle-ms; it measures its own CPU time (CLOCK_THREAD_CPUTIME_ID) around the receive.
+// Result: microseconds of CPU burnt while idle (lower is better).
+//
+// Every implementation runs the same workload, interleaved: run r runs every implementation
+// once, starting at a different one each run, so that a slow phase of a shared machine does
+// not land on one row. The table shows median, min and max over the runs and spindle's
+// advantage over each row.
+//
+// Exactly once. A message is (producer << 32) | sequence, sequences counting from 1. Each
+// consumer counts, sums and xors what it receives per producer and, for queues that keep
+// per-producer FIFO order (all but moodycamel and atomic_queue), checks that each producer's
+// sequence rises strictly. The run fails loudly (exit status 2, no figure) unless every producer's
+// count, sum and xor match what it sent. The checksum idea follows atomic_queue's throughput
+// benchmark (max0x7ba/atomic_queue: src/benchmarks.cc), which caught a lost message in a peer
+// (cameron314/concurrentqueue#157).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "channel_peers.hpp"
+
+namespace spindle_bench::channel {
+namespace {
+
+struct workload {
+  int producers = 4;
+  int consumers = 2;
+  u64 messages = 1'000'000;  // per producer
+  std::size_t capacity = 1024;
+};
+
+auto encode(u64 producer, u64 seq) -> u64 {
+  return (producer << 32) | seq;
+}
+
+/// What one consumer saw, per producer.
+struct tally {
+  explicit tally(int producers)
+      : last(static_cast<std::size_t>(producers), 0),
+        count(static_cast<std::size_t>(producers), 0),
+        sum(static_cast<std::size_t>(producers), 0),
+        bits(static_cast<std::size_t>(producers), 0) {}
+
+  void see(u64 v, bool check_order) {
+    auto const p = static_cast<std::size_t>(v >> 32);
+    auto const seq = v & 0xffff'ffffULL;
+    if (p >= count.size() || seq == 0) {
+      bad = true;
+      return;
+    }
+    if (check_order && seq <= last[p]) {
+      out_of_order = true;
+    }
+    last[p] = seq;
+    ++count[p];
+    sum[p] += seq;
+    bits[p] ^= seq;
+  }
+
+  std::vector<u64> last;
+  std::vector<u64> count;
+  std::vector<u64> sum;
+  std::vector<u64> bits;
+  bool bad = false;
+  bool out_of_order = false;
+};
+
+void verify(std::string_view impl, workload const& w, std::vector<tally> const& tallies) {
+  auto const n = w.messages;
+  u64 expected_xor = 0;
+  for (u64 s = 1; s <= n; ++s) {
+    expected_xor ^= s;
+  }
+  for (auto const& t : tallies) {
+    if (t.bad) {
+      fail(std::string(impl) + ": received a message no producer sent");
+    }
+    if (t.out_of_order) {
+      fail(std::string(impl) + ": a consumer saw one producer's messages out of order");
+    }
+  }
+  for (std::size_t p = 0; p < static_cast<std::size_t>(w.producers); ++p) {
+    u64 count = 0;
+    u64 sum = 0;
+    u64 bits = 0;
+    for (auto const& t : tallies) {
+      count += t.count[p];
+      sum += t.sum[p];
+      bits ^= t.bits[p];
+    }
+    if (count != n || sum != n * (n + 1) / 2 || bits != expected_xor) {
+      std::ostringstream os;
+      os << impl << ": producer " << p << " sent " << n << " messages, consumers received " << count
+         << " (sum " << sum << ", expected " << n * (n + 1) / 2 << ")";
+      fail(os.str());
+    }
+  }
+}
+
+auto seconds_since(clock::time_point t0, clock::time_point t1) -> double {
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
+/// P producers, C consumers, N messages each; returns million messages per second.
+template <class Q>
+auto run_throughput(workload const& w) -> double {
+  auto const total = static_cast<u64>(w.producers) * w.messages;
+  auto q = std::make_unique<Q>(w.capacity, total);
+  auto const threads = static_cast<std::ptrdiff_t>(w.producers + w.consumers);
+  std::latch ready(threads);
+  std::latch go(1);
+  std::vector<tally> tallies(static_cast<std::size_t>(w.consumers), tally(w.producers));
+  std::vector<clock::time_point> finished(static_cast<std::size_t>(w.consumers));
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
+
+  for (int c = 0; c < w.consumers; ++c) {
+    pool.emplace_back([&, c, rx = q->make_consumer()]() mutable {
+      // Allocated by this thread and written back once: no line shared with another consumer.
+      tally t(w.producers);
+      ready.count_down();
+      go.wait();
+      u64 v = 0;
+      while (rx.pop(v)) {
+        t.see(v, Q::fifo);
+      }
+      finished[static_cast<std::size_t>(c)] = clock::now();
+      tallies[static_cast<std::size_t>(c)] = std::move(t);
+    });
+  }
+  for (int p = 0; p < w.producers; ++p) {
+    pool.emplace_back([&, p, handle = q->make_producer()]() mutable {
+      auto tx = std::move(handle);  // destroyed at the end of this thread's work: "done"
+      ready.count_down();
+      go.wait();
+      auto const id = static_cast<u64>(p);
+      for (u64 s = 1; s <= w.messages; ++s) {
+        tx.push(encode(id, s));
+      }
+    });
+  }
+  q->seal();
+  ready.wait();
+  auto const t0 = clock::now();
+  go.count_down();
+  for (auto& t : pool) {
+    t.join();
+  }
+  verify(Q::name, w, tallies);
+  auto const t1 = *std::max_element(finished.begin(), finished.end());
+  return static_cast<double>(total) / seconds_since(t0, t1) / 1e6;
+}
+
+/// Round trips through two queues; returns nanoseconds per round trip.
+template <class Q>
+auto run_pingpong(u64 rounds) -> double {
+  Q there(1, rounds);
+  Q back(1, rounds);
+  std::latch ready(2);
+  std::latch go(1);
+  clock::time_point finished;
+  bool echoed_wrong = false;
+  u64 echoed = 0;
+
+  std::thread echo([&, rx = there.make_consumer(), handle = back.make_producer()]() mutable {
+    auto tx = std::move(handle);
+    ready.count_down();
+    go.wait();
+    u64 v = 0;
+    while (rx.pop(v)) {
+      tx.push(v);
+      ++echoed;
+    }
+  });
+  std::thread ping([&, rx = back.make_consumer(), handle = there.make_producer()]() mutable {
+    {
+      auto tx = std::move(handle);
+      ready.count_down();
+      go.wait();
+      for (u64 i = 1; i <= rounds; ++i) {
+        tx.push(i);
+        u64 v = 0;
+        if (!rx.pop(v) || v != i) {
+          echoed_wrong = true;
+          break;
+        }
+      }
+      finished = clock::now();
+    }
+  });
+  there.seal();
+  back.seal();
+  ready.wait();
+  auto const t0 = clock::now();
+  go.count_down();
+  ping.join();
+  echo.join();
+  if (echoed_wrong || echoed != rounds) {
+    fail(std::string(Q::name) + ": ping-pong lost, duplicated or reordered a message");
+  }
+  return seconds_since(t0, finished) * 1e9 / static_cast<double>(rounds);
+}
+
+auto thread_cpu_now() -> std::chrono::nanoseconds {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+/// A receiver waits on an empty queue for `idle`; returns the microseconds of CPU it used.
+template <class Q>
+auto run_idle(std::chrono::milliseconds idle) -> double {
+  Q q(1, 1);
+  std::latch ready(1);
+  std::chrono::nanoseconds used{};
+  u64 got = 0;
+  auto tx = q.make_producer();
+  std::thread waiter([&, rx = q.make_consumer()]() mutable {
+    ready.count_down();
+    auto const c0 = thread_cpu_now();
+    if (!rx.pop(got)) {
+      got = 0;
+    }
+    used = thread_cpu_now() - c0;
+  });
+  q.seal();
+  ready.wait();
+  std::this_thread::sleep_for(idle);
+  tx.push(42);
+  waiter.join();
+  if (got != 42) {
+    fail(std::string(Q::name) + ": the idle receiver did not get the message");
+  }
+  return std::chrono::duration<double, std::micro>(used).count();
+}
+
+struct impl {
+  std::string key;
+  std::string name;
+  std::function<std::string(std::size_t)> note;
+  std::function<double(workload const&)> throughput;
+  std::function<double(u64)> pingpong;
+  std::function<double(std::chrono::milliseconds)> idle;
+};
+
+template <class Q>
+auto make_impl() -> impl {
+  return {std::string(Q::key), std::string(Q::name), &Q::note,
+          &run_throughput<Q>,  &run_pingpong<Q>,     &run_idle<Q>};
+}
+
+auto all_impls() -> std::vector<impl> {
+  std::vector<impl> v;
+  v.push_back(make_impl<spindle_channel<true>>());
+  v.push_back(make_impl<spindle_channel<false>>());
+  v.push_back(make_impl<mutex_queue>());
+#if defined(SPINDLE_HAVE_MOODYCAMEL)
+  v.push_back(make_impl<moodycamel_queue>());
+#endif
+#if defined(SPINDLE_HAVE_BOOST_LOCKFREE)
+  v.push_back(make_impl<boost_queue>());
+#endif
+#if defined(SPINDLE_HAVE_ATOMIC_QUEUE)
+  v.push_back(make_impl<atomic_queue_b>());
+#endif
+#if defined(SPINDLE_HAVE_TBB)
+  v.push_back(make_impl<tbb_queue>());
+#endif
+  return v;
+}
+
+/// --only a,b keeps the implementations whose key is listed (list spindle too to get the
+/// ratios; a run of one implementation alone is for profiling it).
+auto select_impls(std::string const& only) -> std::vector<impl> {
+  auto v = all_impls();
+  if (only.empty()) {
+    return v;
+  }
+  std::vector<std::string> keys;
+  std::stringstream ss(only);
+  for (std::string k; std::getline(ss, k, ',');) {
+    keys.push_back(k);
+  }
+  std::vector<impl> kept;
+  for (auto const& k : keys) {
+    if (std::none_of(v.begin(), v.end(), [&](impl const& i) { return i.key == k; })) {
+      std::string known;
+      for (auto const& i : v) {
+        known += " " + i.key;
+      }
+      throw std::invalid_argument("--only: no implementation '" + k + "' (built:" + known + ")");
+    }
+  }
+  for (auto& i : v) {
+    if (std::find(keys.begin(), keys.end(), i.key) != keys.end()) {
+      kept.push_back(std::move(i));
+    }
+  }
+  return kept;
+}
+
+/// Runs `measure` on every implementation `runs` times, interleaved and rotated.
+auto interleave(std::vector<impl> const& impls, int runs, std::size_t capacity,
+                std::function<double(impl const&)> const& measure) -> std::vector<row> {
+  std::vector<row> rows;
+  for (auto const& i : impls) {
+    rows.push_back({i.name, i.note(capacity), {}});
+  }
+  auto const n = impls.size();
+  for (int r = 0; r < runs; ++r) {
+    for (std::size_t k = 0; k < n; ++k) {
+      auto const idx = (k + static_cast<std::size_t>(r)) % n;
+      rows[idx].sample.push_back(measure(impls[idx]));
+    }
+  }
+  return rows;
+}
+
+auto reference_name() -> std::string {
+  return "spindle bounded";
+}
+
+struct settings {
+  int runs = 7;
+  bool json = false;
+  std::string only;
+  std::chrono::milliseconds idle{1000};
+};
+
+void throughput_scenario(std::string const& label, workload const& w, settings const& s) {
+  auto impls = select_impls(s.only);
+  auto rows = interleave(impls, s.runs, w.capacity, [&](impl const& i) { return i.throughput(w); });
+  std::ostringstream title;
+  title << "channel " << label << ": " << w.producers << " producers / " << w.consumers
+        << " consumers, " << w.messages << " u64 per producer, capacity " << w.capacity << ", "
+        << s.runs << " interleaved runs";
+  print_table(title.str(), "M msg/s", true, rows, reference_name(), s.json);
+}
+
+void pingpong_scenario(u64 rounds, settings const& s) {
+  auto impls = select_impls(s.only);
+  auto rows = interleave(impls, s.runs, 1, [&](impl const& i) { return i.pingpong(rounds); });
+  std::ostringstream title;
+  title << "channel pingpong: " << rounds << " round trips over two capacity-1 queues, " << s.runs
+        << " interleaved runs";
+  print_table(title.str(), "ns/round trip", false, rows, reference_name(), s.json);
+}
+
+void idle_scenario(int runs, settings const& s) {
+  auto impls = select_impls(s.only);
+  auto rows = interleave(impls, runs, 1, [&](impl const& i) { return i.idle(s.idle); });
+  std::ostringstream title;
+  title << "channel idle: CPU time of a receiver waiting " << s.idle.count()
+        << " ms on an empty queue, " << runs << " interleaved runs";
+  print_table(title.str(), "us CPU", false, rows, reference_name(), s.json);
+}
+
+auto read_settings(options const& o, int default_runs) -> settings {
+  settings s;
+  s.runs = static_cast<int>(o.get_int("runs", default_runs));
+  if (s.runs < 1) {
+    throw std::invalid_argument("--runs must be at least 1");
+  }
+  s.json = o.flag("json");
+  s.only = o.get_string("only", "");
+  s.idle = std::chrono::milliseconds(o.get_int("idle-ms", 1000));
+  return s;
+}
+
+auto run_channel(std::span<char const* const> args) -> int {
+  options const o(args);
+  auto const s = read_settings(o, 7);
+  bool const custom =
+      o.flag("producers") || o.flag("consumers") || o.flag("messages") || o.flag("capacity");
+  auto const scenario = o.get_string("scenario", custom ? "custom" : "seed");
+
+  // A named scenario's defaults; explicit options override them (not under "all").
+  auto with_options = [&](workload w) {
+    w.producers = static_cast<int>(o.get_int("producers", w.producers));
+    w.consumers = static_cast<int>(o.get_int("consumers", w.consumers));
+    w.messages = static_cast<u64>(o.get_int("messages", static_cast<std::int64_t>(w.messages)));
+    w.capacity =
+        static_cast<std::size_t>(o.get_int("capacity", static_cast<std::int64_t>(w.capacity)));
+    if (w.producers < 1 || w.consumers < 1 || w.messages < 1 || w.messages >= (1ULL << 32)) {
+      throw std::invalid_argument(
+          "--producers and --consumers must be >= 1, --messages in [1, 2^32)");
+    }
+    return w;
+  };
+  workload const seed{4, 2, 1'000'000, 1024};
+  workload const spsc{1, 1, 10'000'000, 1024};
+  workload const two{2, 2, 1'000'000, 1024};
+  u64 const rounds = 100'000;
+
+  if (scenario == "seed") {
+    throughput_scenario("seed", with_options(seed), s);
+  } else if (scenario == "spsc") {
+    throughput_scenario("spsc", with_options(spsc), s);
+  } else if (scenario == "2p2c") {
+    throughput_scenario("2p2c", with_options(two), s);
+  } else if (scenario == "custom") {
+    throughput_scenario("custom", with_options(seed), s);
+  } else if (scenario == "pingpong") {
+    pingpong_scenario(static_cast<u64>(o.get_int("messages", rounds)), s);
+  } else if (scenario == "idle") {
+    idle_scenario(s.runs, s);
+  } else if (scenario == "all") {
+    throughput_scenario("seed", seed, s);
+    throughput_scenario("spsc", spsc, s);
+    throughput_scenario("2p2c", two, s);
+    pingpong_scenario(rounds, s);
+    idle_scenario(static_cast<int>(o.get_int("idle-runs", 1)), s);
+  } else {
+    throw std::invalid_argument("unknown --scenario " + scenario +
+                                " (seed, spsc, 2p2c, pingpong, idle, all)");
+  }
+  return 0;
+}
+
+auto run_channel_idle(std::span<char const* const> args) -> int {
+  options const o(args);
+  auto const s = read_settings(o, 1);
+  idle_scenario(s.runs, s);
+  return 0;
+}
+
+registrar const channel_cmd({"channel",
+                             "MPMC channel scenarios, peers side by side: --scenario "
+                             "seed|spsc|2p2c|pingpong|idle|all --runs R [--json] [--only a,b] "
+                             "[--producers P --consumers C --messages N --capacity K]",
+                             run_channel});
+registrar const channel_idle_cmd({"channel-idle",
+                                  "CPU burnt by a receiver waiting on an empty channel: "
+                                  "--idle-ms MS --runs R [--json] [--only a,b]",
+                                  run_channel_idle});
+
+}  // namespace
+}  // namespace spindle_bench::channel
