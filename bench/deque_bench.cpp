@@ -3,6 +3,7 @@
 //     std::mutex-guarded std::deque, xenium's chase_work_stealing_deque (fixed-size and
 //     growable storage) when SPINDLE_HAVE_XENIUM is defined;
 //   - push then steal from one thread (the steal protocol's own cost, no cache misses);
+//   - a steal from an empty deque (what an idle thief polling its victims pays);
 //   - one owner pushing and one thief stealing (items/s), the same with batch steals;
 //   - the cost of the store->load barrier in pop: store + seq_cst fence against an exchange.
 // Every run of the two-thread benchmarks checks that each item was taken exactly once and calls
@@ -212,6 +213,21 @@ void owner_push_thief_take(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
 
+// A thief polling an empty deque, as an idle executor thread polls its victims: the cost of
+// finding nothing, barriers included.
+template <class Peer>
+void thief_take_empty(benchmark::State& state) {
+  Peer peer;
+  std::uint64_t wrong = 0;
+  for (auto _ : state) {
+    wrong += peer.take().has_value() ? 1 : 0;
+  }
+  if (wrong != 0) {
+    state.SkipWithError("a steal from an empty deque returned an item");
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
 void vector_push_pop(benchmark::State& state) {
   std::vector<std::uint32_t> v;
   v.reserve(64);
@@ -353,6 +369,12 @@ BENCHMARK(owner_push_thief_take<spindle_peer>)->Name("push_then_steal/spindle");
 BENCHMARK(owner_push_thief_take<mutex_peer>)->Name("push_then_steal/mutex_std_deque");
 #if defined(SPINDLE_HAVE_XENIUM)
 BENCHMARK(owner_push_thief_take<xenium_fixed>)->Name("push_then_steal/xenium_fixed");
+#endif
+
+BENCHMARK(thief_take_empty<spindle_peer>)->Name("steal_empty/spindle");
+BENCHMARK(thief_take_empty<mutex_peer>)->Name("steal_empty/mutex_std_deque");
+#if defined(SPINDLE_HAVE_XENIUM)
+BENCHMARK(thief_take_empty<xenium_fixed>)->Name("steal_empty/xenium_fixed");
 #endif
 
 BENCHMARK(owner_and_thief<spindle_peer, false>)->Name("owner_and_thief/spindle")->UseRealTime();

@@ -22,6 +22,11 @@
 //     top, as a thief would, and skips the decrement of bottom and the fence: a lone item is
 //     both the top and the bottom one (argument at `pop_lifo`). A push+pop pair on an empty
 //     deque then costs one CAS instead of a fence plus a CAS.
+//   - A thief loads top and bottom with seq_cst loads instead of the paper's seq_cst fence
+//     between two loads; the owner's pop keeps its fence. Under C++20 [atomics.order] p4
+//     (P0668R5) a seq_cst fence orders against seq_cst operations as against another fence,
+//     which is all the proof needs (argument at `load_top_then_bottom`). On x86 a seq_cst load
+//     is a plain load, so a steal pays for no barrier besides its CAS.
 //   - FIFO owner pop and batch stealing (crossbeam-deque: src/deque.rs) are additions; their
 //     correctness arguments are at `pop_fifo` and `steal_batch_and_pop` below.
 //
@@ -230,8 +235,9 @@ class deque_state {
     // still synchronizes with the pushes before it.
     own.bottom.store(b, std::memory_order_release);
     // seq_cst fence: orders the store of bottom above before the load of top below; pairs
-    // with the fence in steal() between its loads of top and bottom, so either the thief sees
-    // the decremented bottom or we see its advanced top: both cannot take position b.
+    // with the thieves' seq_cst loads of top then bottom (load_top_then_bottom, which gives
+    // the C++20 argument), so either the thief sees the decremented bottom or we see its
+    // advanced top: both cannot take position b.
     fence_seq_cst();
     // acquire: pairs with the CAS of top by which thieves took the positions below t: their
     // speculative slot reads happen-before our later overwrite of those slots (push).
@@ -285,17 +291,10 @@ class deque_state {
     return std::nullopt;
   }
 
-  /// Any thread. Lê et al. steal.
+  /// Any thread. Lê et al. steal, with seq_cst loads of top and bottom in place of the
+  /// paper's fence between them (argument at `load_top_then_bottom`).
   auto steal() noexcept -> steal_result<T> {
-    // acquire: pairs with the CAS that set top to t (a thief's or the owner's): the bottom
-    // loaded below is then no older than the one that taker saw (Lê et al., steal).
-    auto t = thief_.value.top.load(std::memory_order_acquire);
-    // seq_cst fence: orders the load of top above before the load of bottom below; pairs with
-    // the fence in pop_lifo() between its store of bottom and its load of top.
-    fence_seq_cst();
-    // acquire: pairs with the owner's release stores of bottom (push): the slots below the
-    // value read, and the buffer holding them, are visible.
-    auto const b = owner_.value.bottom.load(std::memory_order_acquire);
+    auto [t, b] = load_top_then_bottom();
     if (t >= b) {
       return {steal_status::empty, std::nullopt};
     }
@@ -303,8 +302,8 @@ class deque_state {
     // visible. Loaded after bottom, so it is at least the buffer position t was written to.
     auto const* buffer = thief_.value.buffer.load(std::memory_order_acquire);
     auto const value = buffer->load(t);  // speculative: counts only if the CAS succeeds.
-    // seq_cst: pairs with the owner's seq_cst CAS on the last item and with the fences, as in
-    // Lê et al.; its release part publishes our slot read to the owner's acquire loads of top.
+    // seq_cst: pairs with the owner's seq_cst CAS on the last item, as in Lê et al.: one CAS
+    // from t wins. Its release part publishes our slot read to the owner's acquire loads of top.
     // Failure relaxed: we lost the race and discard the read.
     if (!thief_.value.top.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                                   std::memory_order_relaxed)) {
@@ -330,12 +329,7 @@ class deque_state {
   /// crossbeam-deque does: src/deque.rs, steal_batch_with_limit_and_pop).
   auto steal_batch_and_pop(deque_state& dest) -> steal_result<T> {
     SPINDLE_ASSERT(&dest != this, "steal_batch_and_pop into the victim's own worker");
-    // acquire, fence, acquire: as in steal().
-    auto t = thief_.value.top.load(std::memory_order_acquire);
-    // seq_cst fence: as in steal(); pairs with the fence in pop_lifo().
-    fence_seq_cst();
-    // acquire: as in steal(), pairs with the owner's release stores of bottom.
-    auto const b = owner_.value.bottom.load(std::memory_order_acquire);
+    auto [t, b] = load_top_then_bottom();
     if (t >= b) {
       return {steal_status::empty, std::nullopt};
     }
@@ -393,6 +387,51 @@ class deque_state {
     deque_buffer<T>* buffer = nullptr;  // the current buffer (owner-private copy)
     std::int64_t cached_top = 0;        // a past value of top, loaded with acquire
   };
+
+  struct top_and_bottom {
+    std::int64_t top;
+    std::int64_t bottom;
+  };
+
+  /// Any thread. A thief's loads of top, then bottom, both seq_cst (steal, steal_batch).
+  ///
+  /// Lê et al. put a seq_cst fence between these two loads, pairing with the owner's fence in
+  /// pop_lifo. Here the owner keeps its fence and the thief uses seq_cst loads instead: on x86
+  /// a seq_cst load is a plain load, so a steal has no barrier besides its CAS. The fence pair
+  /// serves the proof with one store-buffering fact, and the mixed form gives the same fact
+  /// under C++20 [atomics.order] p3-p4 (P0668R5). Let a pop_lifo that decremented bottom run
+  ///   Wb: bottom.store(b, release); F: fence_seq_cst(); Rt: top.load(acquire) reads t_o,
+  /// and a thief run Lt: top.load(seq_cst) reads t_s; Lb: bottom.load(seq_cst). Suppose Lb
+  /// reads a store of bottom that precedes Wb in bottom's modification order, and t_o < t_s
+  /// (top only grows, and only by read-modify-writes, so Rt read an earlier write than Lt):
+  ///   - Lb is coherence-ordered before Wb (p3.3); Lb is a seq_cst operation and Wb happens
+  ///     before the seq_cst fence F: by p4.2, Lb precedes F in S.
+  ///   - Rt is coherence-ordered before the CAS that wrote t_s (p3.3), which is coherence-
+  ///     ordered before Lt (p3.1), so Rt is before Lt (p3.4); F happens before Rt and Lt is a
+  ///     seq_cst operation: by p4.3, F precedes Lt in S.
+  ///   - Lt is sequenced before Lb, both seq_cst: Lt precedes Lb in S (p4, first sentence).
+  /// S would have the cycle F < Lt < Lb < F. So: either the thief's load of bottom sees Wb or
+  /// a later store, or the owner's load of top sees t_s or a later value. This is the fact two
+  /// fences give by p4.4; the rest of Lê et al.'s proof does not use the thief's fence.
+  /// Consequences (position b is the one the pop decremented to):
+  ///   - The owner takes b without a CAS only when t_o < b. A thief takes b only by a CAS from
+  ///     t_s == b > t_o, so its Lb saw Wb or a later store: Wb says bottom == b (empty at b,
+  ///     the thief returns empty), and a later store larger than b comes from a push after
+  ///     this pop, which rewrote slot b before releasing bottom: the thief's slot read sees
+  ///     that newer item (write-read coherence), not the one the owner popped.
+  ///   - Otherwise (t_o == b, the last item; pop_lifo's one-item path; pop_fifo) the owner
+  ///     takes b by a CAS of top from b, as every thief does: one CAS from b succeeds.
+  /// The loads are also acquire, which the slot reads need (partners named below).
+  auto load_top_then_bottom() const noexcept -> top_and_bottom {
+    // seq_cst: Lt above; its acquire part pairs with the CAS that set top to t (a thief's or
+    // the owner's), so the bottom loaded below is no older than the one that taker saw.
+    auto const t = thief_.value.top.load(std::memory_order_seq_cst);
+    // seq_cst: Lb above, ordered after the load of top in S; pairs with the fence in pop_lifo
+    // after its store of bottom. Its acquire part pairs with the owner's release stores of
+    // bottom (push): the slots below the value read, and the buffer holding them, are visible.
+    auto const b = owner_.value.bottom.load(std::memory_order_seq_cst);
+    return {t, b};
+  }
 
   static auto capacity_of(deque_buffer<T> const* buffer) noexcept -> std::int64_t {
     return static_cast<std::int64_t>(buffer->capacity());

@@ -195,3 +195,33 @@ TEST(ModelDeque, StealBatchAndPop) {
     EXPECT_TRUE(r) << r.message;
   }
 }
+
+// The owner pops without a CAS while it sees more than one item; a thief steals at the same
+// time. Under x86-TSO store buffering, pop's seq_cst fence (between its store to bottom and
+// its load of top) is what stops both from taking the same item; without it this fails.
+TEST(ModelDeque, PopWithoutCasAgainstStealUnderTso) {
+  auto const body = [] {
+    spindle::worker<int> w;
+    ledger l;
+    auto s = w.stealer();
+    l.produce(w, 0);
+    l.produce(w, 1);
+    l.produce(w, 2);
+    std::vector<int> stolen;
+    std::vector<int> popped;
+    model::thread thief([&] { steal_into(s, l, stolen, 3); });
+    pop_all(w, l, popped);
+    thief.join();
+    expect_each_once({stolen, popped}, 3);
+  };
+  auto dfs = model::exhaustive(2, budget(40000));
+  dfs.store_buffering = true;
+  auto const d = model::explore(dfs, body);
+  EXPECT_TRUE(d) << d.message;
+  print_stats("deque pop vs steal, x86-TSO, dfs bound 2", d);
+  auto pct = model::pct_schedules(11, budget(3000), 3);
+  pct.store_buffering = true;
+  auto const p = model::explore(pct, body);
+  EXPECT_TRUE(p) << p.message;
+  print_stats("deque pop vs steal, x86-TSO, pct d=3", p);
+}
