@@ -148,7 +148,7 @@ using stored_result_t = typename result_slot<std::invoke_result_t<Fn&>>::stored;
 
 template <class Fn>
 auto run_as_root(executor_core& core, Fn& fn) -> stored_result_t<Fn> {
-  stack_job<Fn, std::invoke_result_t<Fn&>> job(fn, &outside_parker());
+  stack_job<Fn, std::invoke_result_t<Fn&>> job(fn, &core.outside_parker());
   core.submit(&job);
   core.wait(job.done);
   return job.result.take();

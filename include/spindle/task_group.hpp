@@ -137,7 +137,7 @@ class task_group {
     }
     auto& core = ex_.core();
     detail::worker_ctx* const w = core.local();
-    detail::completion done(w != nullptr ? &core.parker_of(*w) : &detail::outside_parker());
+    detail::completion done(w != nullptr ? &core.parker_of(*w) : &core.outside_parker());
     // release: publishes &done to the finisher's acquire load.
     waiter_.store(&done, std::memory_order_release);
     // acq_rel: release publishes waiter_ to the finisher whose fetch_sub sees the bit;

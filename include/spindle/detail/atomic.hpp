@@ -20,6 +20,13 @@
 // payload storage. They compile to nothing outside model checking; under the model checker
 // they feed its vector-clock race detector, so a missing release/acquire pair on a slot is
 // reported even on x86, where the hardware would never show it.
+//
+// Threads. Code that starts threads of its own (the executor's workers) starts them as
+// `detail::os_thread`: std::thread normally, and under the model checker a
+// `spindle::model::thread`, which the scheduler runs like any other thread of the execution
+// (the scheduler cannot see a std::thread). Only the common part may be used: construction
+// from a callable and join(); a model::thread can be neither copied nor moved, so hold it by
+// std::unique_ptr (or in a container that never moves its elements).
 
 #include <spindle/detail/config.hpp>
 
@@ -53,6 +60,8 @@ using steady_time = std::chrono::steady_clock::time_point;
 template <class T>
 using atomic = ::spindle::model::atomic<T>;
 
+using os_thread = ::spindle::model::thread;
+
 inline void fence_seq_cst() noexcept { ::spindle::model::fence(std::memory_order_seq_cst); }
 inline void spin_pause() noexcept { ::spindle::model::spin_pause(); }
 inline void thread_yield() noexcept { ::spindle::model::thread_yield(); }
@@ -80,6 +89,9 @@ inline void note_write(void const* addr, std::size_t size) noexcept {
 
 template <class T>
 using atomic = std::atomic<T>;
+
+/// A thread the library starts; see "Threads" in the file comment.
+using os_thread = std::thread;
 
 /// A full store->load barrier: no load after it may be satisfied before every store before it
 /// is visible to all threads. Callers name the fence or seq_cst operation it pairs with.

@@ -27,6 +27,13 @@
 // by the workers), and one that returns nodes to their allocating thread needs a lifetime
 // protocol for threads that exit with nodes outstanding; it was left out.
 //
+// Model checking (tests/model/executor_test.cpp): the workers start as `detail::os_thread`, a
+// model thread under SPINDLE_MODEL_CHECK, so the scheduler interleaves every step of the
+// protocols above. Nothing here may depend on state that outlives one model execution: the
+// victim rotation is seeded from the worker index, `current_worker` is reset when a worker
+// exits, and outside waiters sleep on a parker of this core under the model (see
+// outside_parker()).
+//
 // Synchronization:
 //   stopping_    set once by shutdown() (seq_cst) after closing the injector; read by idle
 //                workers. Once a worker sees it, no outside push can follow (the injector's
@@ -41,6 +48,7 @@
 #include <spindle/detail/atomic.hpp>
 #include <spindle/detail/backoff.hpp>
 #include <spindle/detail/cache_padded.hpp>
+#include <spindle/detail/config.hpp>
 #include <spindle/detail/executor_latch.hpp>
 #include <spindle/detail/idle.hpp>
 #include <spindle/detail/injector.hpp>
@@ -127,7 +135,8 @@ class executor_core {
     started_.store(workers, std::memory_order_relaxed);
     try {
       for (std::size_t i = 0; i < workers; ++i) {
-        threads_.emplace_back([this, i] { worker_main(*ctxs_[i]); });
+        // reserve() above: push_back cannot throw, so a started thread is always owned.
+        threads_.push_back(std::make_unique<os_thread>([this, i] { worker_main(*ctxs_[i]); }));
       }
     } catch (...) {
       // Only the threads that started take part in the quiescence check.
@@ -202,6 +211,24 @@ class executor_core {
     }
   }
 
+  /// The parker the calling thread, which is not one of this executor's workers, sleeps on
+  /// while it waits for one of this executor's tasks. It outlives every set() that may unpark
+  /// it: the setters are this executor's tasks.
+  [[nodiscard]] auto outside_parker() noexcept -> parker& {
+#if defined(SPINDLE_MODEL_CHECK)
+    // The model checker reuses OS threads across executions, so a thread_local parker would
+    // carry a stale token (and stale clocks) from one execution into the next and a schedule
+    // would not replay alone. One parker per model thread, owned by this core (which lives
+    // within one execution), plays the thread_local's part.
+    int const id = ::spindle::model::impl::current_thread;
+    SPINDLE_ASSERT(id >= 0 && static_cast<std::size_t>(id) < ::spindle::model::max_threads,
+                   "an executor waited on outside a model execution");
+    return model_outside_[static_cast<std::size_t>(id)];
+#else
+    return detail::outside_parker();
+#endif
+  }
+
   /// Runs a task popped by the calling worker.
   void run(worker_ctx& w, task* t) noexcept {
     worker_counters::bump(w.counters.value.tasks_run);
@@ -252,10 +279,10 @@ class executor_core {
     // Sleepers re-evaluate: the last one to park again sees stopping_ and quiescence.
     idle_.wake_all();
     for (auto& t : threads_) {
-      if (t.joinable()) {
-        t.join();
-      }
+      t->join();
     }
+    // A later (idempotent) call finds nothing to join.
+    threads_.clear();
   }
 
   [[nodiscard]] auto stats() const -> std::vector<worker_stats> {
@@ -503,7 +530,10 @@ class executor_core {
   injector injector_;
   std::vector<std::unique_ptr<worker_ctx>> ctxs_;
   std::vector<spindle::stealer<task*>> stealers_;
-  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<os_thread>> threads_;
+#if defined(SPINDLE_MODEL_CHECK)
+  parker model_outside_[::spindle::model::max_threads];
+#endif
 
   // INVARIANT: the number of worker threads that run (all of them unless a start failed).
   atomic<std::size_t> started_{0};

@@ -89,10 +89,34 @@ class idle_set {
     return true;
   }
 
-  /// Wakes every sleeper (shutdown).
+  /// Wakes every worker asleep at the time of the call, each counted as searching (shutdown,
+  /// termination). A worker that registers afterwards is not woken: it registered under mu_
+  /// after this call, so it sees whatever the caller published before it (stopping_,
+  /// terminated_ in executor_core.hpp) in its own re-check after (P1).
+  ///
+  /// One pass over a snapshot, not "wake_one() until nobody sleeps": that loop need not end.
+  /// The model checker found it (tests/model/executor_test.cpp, PostWhileTwoWorkersPark): with
+  /// two workers, shutdown() woke worker 1, which found no work and, worker 0 not being idle
+  /// yet, re-registered and slept; wake_one() took it again, and so on for as long as worker 0
+  /// did not run. The loop's end depended on the OS scheduling worker 0, and it burnt CPU
+  /// meanwhile.
   void wake_all() noexcept {
-    while (wake_one()) {
+    std::lock_guard guard(mu_);
+    std::size_t const n = sleepers_.size();
+    if (n == 0) {
+      return;
     }
+    for (std::size_t const id : sleepers_) {
+      asleep_[id] = false;
+    }
+    // seq_cst: n sleepers fewer, n searchers more (modulo 2^64, sleeping(s) >= n); ordered
+    // with the loads in should_wake() like (P1), as in wake_one().
+    state_.value.fetch_add(n * (one_searching - one_sleeping), std::memory_order_seq_cst);
+    // Under the lock: the parkers outlive it, unpark() does not block, and this path is cold.
+    for (std::size_t const id : sleepers_) {
+      parkers_[id].value.unpark();
+    }
+    sleepers_.clear();
   }
 
   /// Starts searching, unless half the workers already do. Returns whether it did.
