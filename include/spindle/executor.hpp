@@ -83,8 +83,11 @@ class executor {
   /// deque (and is still accepted during shutdown); from any other thread, to the injector.
   /// Throws: std::logic_error after shutdown() began, from a thread that is not one of this
   /// executor's workers (fn is not run); std::bad_alloc; whatever moving fn throws.
+  /// Returns: join_handle<task_result_t<Fn>>. (Spelled `auto` so that a callable that is not
+  /// a task_callable is rejected by the concept, with its name in the diagnostic, rather than
+  /// by a substitution failure in the return type.)
   template <task_callable Fn>
-  auto spawn(Fn&& fn) -> join_handle<task_result_t<Fn>> {
+  auto spawn(Fn&& fn) {
     using node = detail::spawned_task<std::decay_t<Fn>, task_result_t<Fn>>;
     auto owned = std::make_unique<node>(std::decay_t<Fn>(std::forward<Fn>(fn)));
     core_->submit(owned.get());
