@@ -62,6 +62,7 @@ using atomic = ::spindle::model::atomic<T>;
 
 using os_thread = ::spindle::model::thread;
 
+// seq_cst: the model's fence; pairs as the fence it stands for does.
 inline void fence_seq_cst() noexcept { ::spindle::model::fence(std::memory_order_seq_cst); }
 inline void spin_pause() noexcept { ::spindle::model::spin_pause(); }
 inline void thread_yield() noexcept { ::spindle::model::thread_yield(); }
@@ -103,6 +104,7 @@ inline void fence_seq_cst() noexcept {
   thread_local std::atomic<std::uint64_t> word{0};
   word.fetch_add(0, std::memory_order_seq_cst);
 #else
+  // seq_cst: the fence itself; each caller names the fence or operation it pairs with.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
@@ -138,6 +140,8 @@ inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noex
 #if defined(__linux__)
   ::syscall(SYS_futex, futex_word(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 #else
+  // relaxed: the comparison only decides whether to sleep; callers re-check with their own
+  // ordering after waking.
   word.wait(expected, std::memory_order_relaxed);
 #endif
 }

@@ -125,6 +125,7 @@ class list_channel {
       if (offset < block_cap) {
         std::destroy_at(&b->slots[offset].value());
       } else {
+        // relaxed: the destructor runs alone (see SAFETY above).
         block* next = b->next.load(std::memory_order_relaxed);
         delete b;
         b = next;
@@ -132,6 +133,7 @@ class list_channel {
       head += one;
     }
     delete b;
+    // relaxed: the destructor runs alone (see SAFETY above).
     delete spare_.value.load(std::memory_order_relaxed);
   }
 
@@ -450,9 +452,11 @@ class list_channel {
     std::destroy_at(&s.value());
     if (offset + 1 == block_cap) {
       destroy_block(b, 0);
-    } else if ((s.state.fetch_or(read_bit, std::memory_order_acq_rel) & destroy_bit) != 0) {
-      // acq_rel: release publishes our move-out to the destroyer's acquire; acquire pairs with
-      // the destroyer's acq_rel fetch_or of DESTROY, which handed the destruction to us.
+      return out;
+    }
+    // acq_rel: release publishes our move-out to the destroyer's acquire; acquire pairs with
+    // the destroyer's acq_rel fetch_or of DESTROY, which handed the destruction to us.
+    if ((s.state.fetch_or(read_bit, std::memory_order_acq_rel) & destroy_bit) != 0) {
       destroy_block(b, offset + 1);
     }
     return out;

@@ -293,8 +293,11 @@ class executor_core {
       worker_stats s;
       // relaxed (all four): statistics written by their owner only; see worker_counters.
       s.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
+      // relaxed: as above.
       s.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
+      // relaxed: as above.
       s.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
+      // relaxed: as above.
       s.times_parked = c.times_parked.load(std::memory_order_relaxed);
       out.push_back(s);
     }
