@@ -101,7 +101,7 @@ class sender {
   /// Throws: std::bad_alloc (unbounded only) when a new block cannot be allocated; nothing was
   /// sent and the value is destroyed with the argument.
   auto send(T value) -> send_result<T> {
-    return finish(get().visit([&](auto& ch) { return do_send(ch, value, {}); }), value);
+    return finish(get().visit([&](auto& ch) { return ch.send(value, {}); }), value);
   }
 
   /// Sends `value` only if that needs no waiting: `sent`, `full` (no room; for a rendezvous,
@@ -116,7 +116,7 @@ class sender {
   template <class Rep, class Period>
   auto send_for(T value, std::chrono::duration<Rep, Period> timeout) -> send_result<T> {
     detail::wait_options const options{detail::deadline_after(timeout), nullptr};
-    return finish(get().visit([&](auto& ch) { return do_send(ch, value, options); }), value);
+    return finish(get().visit([&](auto& ch) { return ch.send(value, options); }), value);
   }
 
   /// As send(), but gives up at `deadline`, on any clock (measured as the time left on
@@ -124,7 +124,7 @@ class sender {
   template <class Clock, class Duration>
   auto send_until(T value, std::chrono::time_point<Clock, Duration> deadline) -> send_result<T> {
     detail::wait_options const options{detail::to_steady(deadline), nullptr};
-    return finish(get().visit([&](auto& ch) { return do_send(ch, value, options); }), value);
+    return finish(get().visit([&](auto& ch) { return ch.send(value, options); }), value);
   }
 
   /// Closes the channel for every handle (see the file comment). Idempotent.
@@ -148,18 +148,6 @@ class sender {
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
 
  private:
-  template <class Channel>
-  static auto do_send(Channel& ch, T& value, detail::wait_options const& options) {
-    if constexpr (!std::is_same_v<Channel, detail::zero_channel<T>>) {
-      // The fast path without a blocking frame: most sends succeed at once. (A rendezvous
-      // send looks for a waiting receiver first anyway, under its lock.)
-      if (auto const status = ch.try_send(value); status != send_status::full) {
-        return status;
-      }
-    }
-    return ch.send(value, options);
-  }
-
   static auto finish(send_status status, T& value) -> send_result<T> {
     if (status == send_status::sent) {
       return send_result<T>{status, std::nullopt};
@@ -208,7 +196,7 @@ class receiver {
   /// Receives the next value, blocking while the channel is empty. Returns std::nullopt only
   /// when the channel is closed and drained.
   auto recv() noexcept -> std::optional<T> {
-    auto r = get().visit([](auto& ch) { return do_recv(ch, {}); });
+    auto r = get().visit([](auto& ch) { return ch.recv({}); });
     return std::move(r.value);
   }
 
@@ -217,7 +205,7 @@ class receiver {
   /// was requested.
   auto recv(std::stop_token stop) noexcept -> recv_result<T> {
     detail::wait_options const options{std::nullopt, &stop};
-    return get().visit([&](auto& ch) { return do_recv(ch, options); });
+    return get().visit([&](auto& ch) { return ch.recv(options); });
   }
 
   /// Receives without waiting: `received`, `empty` or `closed` (closed and drained).
@@ -229,7 +217,7 @@ class receiver {
   template <class Rep, class Period>
   auto recv_for(std::chrono::duration<Rep, Period> timeout) -> recv_result<T> {
     detail::wait_options const options{detail::deadline_after(timeout), nullptr};
-    return get().visit([&](auto& ch) { return do_recv(ch, options); });
+    return get().visit([&](auto& ch) { return ch.recv(options); });
   }
 
   /// As recv(), but gives up at `deadline`, on any clock (measured as the time left on
@@ -237,7 +225,7 @@ class receiver {
   template <class Clock, class Duration>
   auto recv_until(std::chrono::time_point<Clock, Duration> deadline) -> recv_result<T> {
     detail::wait_options const options{detail::to_steady(deadline), nullptr};
-    return get().visit([&](auto& ch) { return do_recv(ch, options); });
+    return get().visit([&](auto& ch) { return ch.recv(options); });
   }
 
   /// Closes the channel for every handle; buffered values stay receivable. Idempotent.
@@ -294,17 +282,6 @@ class receiver {
   auto end() const noexcept -> std::default_sentinel_t { return std::default_sentinel; }
 
  private:
-  template <class Channel>
-  static auto do_recv(Channel& ch, detail::wait_options const& options) -> recv_result<T> {
-    if constexpr (!std::is_same_v<Channel, detail::zero_channel<T>>) {
-      // The fast path without a blocking frame: a buffered value is taken at once.
-      if (auto r = ch.try_recv(); r.status != recv_status::empty) {
-        return r;
-      }
-    }
-    return ch.recv(options);
-  }
-
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
     SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from spindle::receiver");
     return *state_;

@@ -66,6 +66,7 @@ using os_thread = ::spindle::model::thread;
 inline void fence_seq_cst() noexcept { ::spindle::model::fence(std::memory_order_seq_cst); }
 inline void spin_pause() noexcept { ::spindle::model::spin_pause(); }
 inline void thread_yield() noexcept { ::spindle::model::thread_yield(); }
+inline void prefetch_for_write(void const* /*p*/) noexcept {}
 inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
   ::spindle::model::futex_wait(word, expected);
 }
@@ -120,6 +121,18 @@ inline void spin_pause() noexcept {
 
 /// Gives the rest of this time slice to another runnable thread.
 inline void thread_yield() noexcept { std::this_thread::yield(); }
+
+/// Asks for the cache line at `p` in exclusive state, ahead of a load that will be followed
+/// by a store to the same line: one ownership transfer instead of a shared copy and then an
+/// upgrade. A hint with no effect on the memory model (PREFETCHW on x86; a no-op elsewhere).
+inline void prefetch_for_write(void const* p) noexcept {
+#if defined(SPINDLE_ARCH_X86)
+  // PREFETCHW needs no CPU flag to assemble and decodes as a NOP where it is not supported.
+  asm volatile("prefetchw %0" : : "m"(*static_cast<char const*>(p)));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
 
 #if defined(__linux__)
 static_assert(sizeof(atomic<std::uint32_t>) == sizeof(std::uint32_t) &&

@@ -96,26 +96,23 @@ class array_channel {
     return send_status::full;
   }
 
-  /// Yields of a sender that found the channel full before it parks.
-  static constexpr int full_yields = 4;
-
   /// Sends, blocking while the channel is full. Returns sent, closed, or timed_out (deadline).
   auto send(T& value, wait_options const& options) noexcept -> send_status {
     for (;;) {
       // A full channel gets room only when a receiver runs. Spinning with PAUSE would hold
       // the core that receiver may need (a full channel usually means more busy threads than
-      // cores), so a blocked sender yields a few times and then parks. Measured with
-      // `spindle-bench channel --scenario seed`: about 2.5x the throughput of pause-spinning.
-      for (int attempt = 0;; ++attempt) {
-        auto const status = try_send(value);
+      // cores), so a blocked sender skips the poll phase of its budget and yields at once.
+      // Measured with `spindle-bench channel --scenario seed`: about 2.5x the throughput of
+      // pause-spinning. Most rounds use poll_send, which leaves the receivers' position alone;
+      // the full try_send now and then also waits out a receiver that is mid-read (which
+      // park_on's readiness check cannot tell from "not full", so it would not park).
+      wait_budget budget(options, 0);
+      do {
+        auto const status = budget.full_attempt_due() ? try_send(value) : poll_send(value);
         if (status != send_status::full) {
           return status;
         }
-        if (attempt == full_yields) {
-          break;
-        }
-        thread_yield();
-      }
+      } while (budget.keep_trying());
       if (options.expired()) {
         return send_status::timed_out;
       }
@@ -141,27 +138,9 @@ class array_channel {
 
   /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
   auto recv(wait_options const& options) noexcept -> recv_result<T> {
-    for (;;) {
-      backoff spin;
-      for (;;) {
-        auto r = try_recv();
-        if (r.status != recv_status::empty) {
-          return r;
-        }
-        if (spin.is_completed()) {
-          break;
-        }
-        spin.snooze();
-      }
-      if (options.stop_requested()) {
-        return recv_result<T>{recv_status::cancelled, std::nullopt};
-      }
-      if (options.expired()) {
-        return recv_result<T>{recv_status::timed_out, std::nullopt};
-      }
-      park_on(
-          receivers_.value, [this] { return !is_empty() || is_closed(); }, options);
-    }
+    return recv_blocking<T>([this] { return poll_recv(); }, [this] { return try_recv(); },
+                            receivers_.value, [this] { return !is_empty() || is_closed(); },
+                            options);
   }
 
   /// Closes the channel; returns true for the call that closed it. Wakes every waiter.
@@ -257,6 +236,8 @@ class array_channel {
         return claim::closed;
       }
       slot& s = slots_[tail & (mark_bit_ - 1)];
+      // The stamp load is followed by the value and stamp stores: take the line exclusive now.
+      prefetch_for_write(&s);
       // acquire: pairs with the release stamp store in read(); the previous value of this
       // slot was moved out and destroyed before we may construct a new one in it.
       auto const stamp = s.stamp.load(std::memory_order_acquire);
@@ -358,6 +339,54 @@ class array_channel {
     s.stamp.store(head + one_lap_, std::memory_order_release);
     senders_.value.notify_one();
     return out;
+  }
+
+  /// Sends if the slot at the senders' position is free; otherwise reports `full` (also when a
+  /// receiver is mid-read): the waiting form of try_send, which reads no line a receiver
+  /// writes except the slot's. try_send's full check reads the receivers' position, and a
+  /// sender polling it pulls that line away from the receivers on every round.
+  auto poll_send(T& value) noexcept -> send_status {
+    // relaxed: re-validated by the stamp and the CAS, as in start_send.
+    auto tail = tail_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((tail & mark_bit_) != 0) {
+        return send_status::closed;
+      }
+      slot& s = slots_[tail & (mark_bit_ - 1)];
+      prefetch_for_write(&s);
+      // acquire: pairs with the release stamp store in read(), as in start_send.
+      if (s.stamp.load(std::memory_order_acquire) != tail) {
+        return send_status::full;
+      }
+      // seq_cst: claims the position, as in start_send (the Dekker pair (B) with the
+      // receivers' wait list). relaxed on failure: we look again at the fresh position.
+      if (tail_.value.compare_exchange_weak(tail, advance(tail), std::memory_order_seq_cst,
+                                            std::memory_order_relaxed)) {
+        write(s, tail, value);
+        return send_status::sent;
+      }
+    }
+  }
+
+  /// Takes the value at the receivers' position if it is there; otherwise reports `empty`
+  /// (also when the channel is closed, or a sender is mid-write): the poll of recv_blocking,
+  /// which reads no line a sender writes except the slot's.
+  auto poll_recv() noexcept -> recv_result<T> {
+    // relaxed: re-validated by the stamp and the CAS, as in start_recv.
+    auto head = head_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      slot& s = slots_[head & (mark_bit_ - 1)];
+      // acquire: pairs with the release stamp store in write(); the value is constructed.
+      if (s.stamp.load(std::memory_order_acquire) != head + 1) {
+        return recv_result<T>{recv_status::empty, std::nullopt};
+      }
+      // seq_cst: claims the position, as in start_recv (the Dekker pair (B) with the
+      // senders' wait list). relaxed on failure: we look again at the fresh position.
+      if (head_.value.compare_exchange_weak(head, advance(head), std::memory_order_seq_cst,
+                                            std::memory_order_relaxed)) {
+        return recv_result<T>{recv_status::received, read(s, head)};
+      }
+    }
   }
 
   [[nodiscard]] auto is_empty() const noexcept -> bool {

@@ -4,9 +4,9 @@
 // the register / re-check / park / unregister step of the blocking protocol.
 //
 // The blocking protocol (crossbeam-channel array.rs `send`/`recv`, RESEARCH.md §1.4 and
-// (b) 4-5): an operation first tries without blocking, spinning with `detail::backoff` for a
-// bounded budget; then it registers a waiter on the side's wait list, re-checks readiness
-// (the lost-wakeup guard: see detail/wait_list.hpp for the seq_cst pairing), parks, and
+// (b) 4-5): an operation first tries without blocking, polling and yielding for a bounded
+// budget (`wait_budget`, below); then it registers a waiter on the side's wait list, re-checks
+// readiness (the lost-wakeup guard: see detail/wait_list.hpp for the seq_cst pairing), parks, and
 // unregisters. A wake-up is a hint, not a hand-off: the woken party retries from the top.
 // Every freed slot or sent message wakes one waiter; close wakes all.
 
@@ -147,6 +147,120 @@ void park_on(wait_list& list, Ready&& ready, wait_options const& options) noexce
   if (selection < waiter::first_operation) {
     // aborted or closed: nobody unlinked us on the way (a notifier unlinks what it selects).
     list.remove(entry);
+  }
+}
+
+/// How long a blocked channel operation keeps trying before it parks, and how.
+///
+/// Parking is cheap to enter and dear to leave. Measured on the 2-core VM the benchmarks run
+/// on, a futex wake of a thread whose core is idle costs the waker about 29 us (p50) and the
+/// sleeper runs again about 57 us (p50) after it; a wait that parks a few microseconds too
+/// early therefore costs the round trip of a message 30x. A partner that parked too early
+/// makes the other side park too (it waits longer than its spin budget for the reply), and
+/// both stay in that slow mode. So a waiter keeps trying for longer than a wake-up takes:
+///
+///   (1) polls: up to `polls` tries one pause apart (about 2 us in all). A message already in
+///       flight from a running thread lands within a cache-line transfer, and a constant short
+///       interval sees it at once where an exponential backoff would pause through it. The
+///       caller may poll a cheap hint here instead of the full operation (recv_blocking).
+///   (2) yields: tries with a yield in between, until `window` has passed since the wait began
+///       (or the deadline, if sooner). A yield lets a preempted partner or any other runnable
+///       thread have the core; when nothing else is runnable it returns at once, so this
+///       phase is a slow poll that costs one system call a round.
+///   (3) park (the caller: park_on).
+/// Phases (1) and (2) are bounded, so a thread blocked on an idle channel burns about `window`
+/// of CPU and then none. Under the model checker each phase is a single step.
+class wait_budget {
+ public:
+#if defined(SPINDLE_MODEL_CHECK)
+  static constexpr int default_polls = 1;
+#else
+  static constexpr int default_polls = 64;
+#endif
+  static constexpr std::chrono::microseconds window{100};
+  static constexpr int full_every = 8;
+
+  explicit wait_budget(wait_options const& options, int polls = default_polls) noexcept
+      : options_(&options), polls_(polls) {}
+
+  /// Whether the caller should make its full attempt now rather than the cheaper poll form:
+  /// on the first round after phase (1) and then every `full_every` rounds, so that what
+  /// only the full attempt detects (a closed and drained channel, for a receiver) is seen
+  /// within a few rounds, while most rounds leave the other side's lines alone.
+  [[nodiscard]] auto full_attempt_due() const noexcept -> bool {
+    return round_ >= polls_ && (round_ - polls_) % full_every == 0;
+  }
+
+  /// Call after an attempt failed: waits before the next one and returns true, or returns
+  /// false when the caller should stop trying and park (budget spent, deadline passed, or stop
+  /// requested).
+  auto keep_trying() noexcept -> bool {
+    if (round_ < polls_) {
+      ++round_;
+      spin_pause();
+      return true;
+    }
+    if (options_->stop_requested()) {
+      return false;
+    }
+#if defined(SPINDLE_MODEL_CHECK)
+    if (round_ > polls_) {
+      return false;
+    }
+#else
+    auto const now = std::chrono::steady_clock::now();
+    if (round_ == polls_) {
+      give_up_ = now + window;
+      if (options_->deadline && *options_->deadline < give_up_) {
+        give_up_ = *options_->deadline;
+      }
+    }
+    if (now >= give_up_) {
+      return false;
+    }
+#endif
+    ++round_;
+    thread_yield();
+    return true;
+  }
+
+ private:
+  wait_options const* options_;
+  int polls_;
+  int round_ = 0;
+#if !defined(SPINDLE_MODEL_CHECK)
+  steady_time give_up_{};
+#endif
+};
+
+/// The blocking receive of every buffered flavour: tries until a value arrives or the channel
+/// is closed and drained, waiting as `wait_budget` says, then parks on `list` until `ready()`
+/// (not empty, or closed) and tries again.
+///
+/// Most rounds call `poll_recv()`, which takes a value that is ready and otherwise reports
+/// `empty` at once, reading only the receivers' position and the slot a sender writes
+/// last. The full `try_recv()` also tells "empty" from "closed" and from "a sender is mid-
+/// write", which needs the senders' position: polling that would pull its cache line away from
+/// the sender on every round, and in a ping-pong it doubled the round trip (tools/spindle-bench
+/// `channel --scenario pingpong`). A flavour without a cheaper poll passes try_recv for both.
+template <class T, class PollRecv, class TryRecv, class Ready>
+auto recv_blocking(PollRecv&& poll_recv, TryRecv&& try_recv, wait_list& list, Ready&& ready,
+                   wait_options const& options) noexcept -> recv_result<T> {
+  for (;;) {
+    wait_budget budget(options);
+    do {
+      auto r = budget.full_attempt_due() ? try_recv() : poll_recv();
+      if (r.status != recv_status::empty) {
+        return r;
+      }
+    } while (budget.keep_trying());
+    if (options.stop_requested()) {
+      return recv_result<T>{recv_status::cancelled, std::nullopt};
+    }
+    if (options.expired()) {
+      return recv_result<T>{recv_status::timed_out, std::nullopt};
+    }
+    park_on(list, ready, options);
   }
 }
 

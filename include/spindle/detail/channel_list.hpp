@@ -176,27 +176,11 @@ class list_channel {
 
   /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
   auto recv(wait_options const& options) noexcept -> recv_result<T> {
-    for (;;) {
-      backoff spin;
-      for (;;) {
-        auto r = try_recv();
-        if (r.status != recv_status::empty) {
-          return r;
-        }
-        if (spin.is_completed()) {
-          break;
-        }
-        spin.snooze();
-      }
-      if (options.stop_requested()) {
-        return recv_result<T>{recv_status::cancelled, std::nullopt};
-      }
-      if (options.expired()) {
-        return recv_result<T>{recv_status::timed_out, std::nullopt};
-      }
-      park_on(
-          receivers_.value, [this] { return !is_empty() || is_closed(); }, options);
-    }
+    // No cheaper poll: a block may be freed under a reader that has not claimed a slot in it,
+    // so only try_recv (which claims first) may look into a block.
+    return recv_blocking<T>([this] { return try_recv(); }, [this] { return try_recv(); },
+                            receivers_.value, [this] { return !is_empty() || is_closed(); },
+                            options);
   }
 
   /// Closes the channel; returns true for the call that closed it. Wakes every receiver.
