@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/channel_cases.hpp"
 #include "support/tracked.hpp"
 
 namespace {
@@ -340,17 +341,7 @@ TEST(BoundedChannel, DeadlinesAcceptAnyClock) {
 
 TEST(BoundedChannel, StopTokenCancelsABlockedRecv) {
   auto [tx, rx] = spindle::bounded<int>(1);
-  std::stop_source stop;
-  std::latch started(1);
-  recv_status status = recv_status::empty;
-  std::thread t([&, rx = rx]() mutable {
-    started.count_down();
-    status = rx.recv(stop.get_token()).status;
-  });
-  started.wait();
-  stop.request_stop();  // wakes the receiver whether it is already parked or not
-  t.join();
-  EXPECT_EQ(status, recv_status::cancelled);
+  spindle_test::expect_stop_token_cancels_blocked_recv(rx);
 }
 
 TEST(BoundedChannel, StopTokenRecvStillReceivesAndSeesClose) {
@@ -456,34 +447,9 @@ TEST(BoundedChannel, RangeForStopsWhenClosedAndDrained) {
 }
 
 TEST(BoundedChannel, ManyProducersManyConsumersDeliverEverything) {
-  constexpr int producers = 3;
-  constexpr int consumers = 3;
-  constexpr std::uint64_t per_producer = 20000;
-  auto [tx, rx] = spindle::bounded<std::uint64_t>(7);
-  std::atomic<std::uint64_t> sum{0};
-  std::atomic<std::uint64_t> count{0};
-  {
-    std::vector<std::jthread> threads;
-    for (int c = 0; c < consumers; ++c) {
-      threads.emplace_back([&, rx = rx]() mutable {
-        for (auto v : rx) {
-          sum.fetch_add(v, std::memory_order_relaxed);
-          count.fetch_add(1, std::memory_order_relaxed);
-        }
-      });
-    }
-    for (int p = 0; p < producers; ++p) {
-      threads.emplace_back([tx = tx]() mutable {
-        for (std::uint64_t i = 1; i <= per_producer; ++i) {
-          ASSERT_TRUE(tx.send(i));
-        }
-      });
-    }
-    { auto gone = std::move(tx); }  // the producers hold the remaining senders
-    { auto gone = std::move(rx); }
-  }
-  EXPECT_EQ(count.load(), producers * per_producer);
-  EXPECT_EQ(sum.load(), producers * per_producer * (per_producer + 1) / 2);
+  spindle_test::expect_many_to_many_delivers_everything(spindle::bounded<std::uint64_t>(7),
+                                                        /*producers=*/3, /*consumers=*/3,
+                                                        /*per_producer=*/20000);
 }
 
 }  // namespace

@@ -10,11 +10,10 @@
 #include <cstdint>
 #include <latch>
 #include <memory>
-#include <stop_token>
 #include <string>
 #include <thread>
-#include <vector>
 
+#include "support/channel_cases.hpp"
 #include "support/tracked.hpp"
 
 namespace {
@@ -161,15 +160,7 @@ TEST(UnboundedChannel, LastSenderDropClosesAfterDrain) {
 TEST(UnboundedChannel, RecvForTimesOutAndStopCancels) {
   auto [tx, rx] = spindle::unbounded<int>();
   EXPECT_EQ(rx.recv_for(2ms).status, recv_status::timed_out);
-  std::stop_source stop;
-  std::latch started(1);
-  std::thread t([&, rx = rx]() mutable {
-    started.count_down();
-    EXPECT_EQ(rx.recv(stop.get_token()).status, recv_status::cancelled);
-  });
-  started.wait();
-  stop.request_stop();
-  t.join();
+  spindle_test::expect_stop_token_cancels_blocked_recv(rx);
   // The send_ family never times out on an unbounded channel.
   EXPECT_EQ(tx.send_for(1, 0ms).status, send_status::sent);
 }
@@ -189,33 +180,9 @@ TEST(UnboundedChannel, BlockedRecvResumesOnSend) {
 }
 
 TEST(UnboundedChannel, ManyProducersManyConsumersDeliverEverything) {
-  constexpr int producers = 3;
-  constexpr int consumers = 2;
-  constexpr std::uint64_t per_producer = 20000;
-  auto [tx, rx] = spindle::unbounded<std::uint64_t>();
-  std::atomic<std::uint64_t> sum{0};
-  std::atomic<std::uint64_t> count{0};
-  {
-    std::vector<std::jthread> threads;
-    for (int c = 0; c < consumers; ++c) {
-      threads.emplace_back([&, rx = rx]() mutable {
-        for (auto v : rx) {
-          sum.fetch_add(v, std::memory_order_relaxed);
-          count.fetch_add(1, std::memory_order_relaxed);
-        }
-      });
-    }
-    for (int p = 0; p < producers; ++p) {
-      threads.emplace_back([tx = tx]() mutable {
-        for (std::uint64_t i = 1; i <= per_producer; ++i) {
-          ASSERT_TRUE(tx.send(i));
-        }
-      });
-    }
-    { auto gone = std::move(tx); }
-  }
-  EXPECT_EQ(count.load(), producers * per_producer);
-  EXPECT_EQ(sum.load(), producers * per_producer * (per_producer + 1) / 2);
+  spindle_test::expect_many_to_many_delivers_everything(spindle::unbounded<std::uint64_t>(),
+                                                        /*producers=*/3, /*consumers=*/2,
+                                                        /*per_producer=*/20000);
 }
 
 }  // namespace

@@ -11,10 +11,9 @@
 #include <cstdint>
 #include <latch>
 #include <memory>
-#include <stop_token>
 #include <thread>
-#include <vector>
 
+#include "support/channel_cases.hpp"
 #include "support/tracked.hpp"
 
 namespace {
@@ -104,15 +103,7 @@ TEST(ZeroChannel, SendTimesOutWithoutAReceiver) {
 
 TEST(ZeroChannel, StopTokenCancelsABlockedRecv) {
   auto [tx, rx] = spindle::bounded<int>(0);
-  std::stop_source stop;
-  std::latch started(1);
-  std::thread t([&, rx = rx]() mutable {
-    started.count_down();
-    EXPECT_EQ(rx.recv(stop.get_token()).status, recv_status::cancelled);
-  });
-  started.wait();
-  stop.request_stop();
-  t.join();
+  spindle_test::expect_stop_token_cancels_blocked_recv(rx);
   EXPECT_EQ(tx.try_send(1).status, send_status::full);  // the cancelled receiver left
 }
 
@@ -170,33 +161,9 @@ TEST(ZeroChannel, LastSenderDropEndsRangeFor) {
 }
 
 TEST(ZeroChannel, ManyProducersManyConsumersDeliverEverything) {
-  constexpr int producers = 3;
-  constexpr int consumers = 2;
-  constexpr std::uint64_t per_producer = 3000;
-  auto [tx, rx] = spindle::bounded<std::uint64_t>(0);
-  std::atomic<std::uint64_t> sum{0};
-  std::atomic<std::uint64_t> count{0};
-  {
-    std::vector<std::jthread> threads;
-    for (int c = 0; c < consumers; ++c) {
-      threads.emplace_back([&, rx = rx]() mutable {
-        for (auto v : rx) {
-          sum.fetch_add(v, std::memory_order_relaxed);
-          count.fetch_add(1, std::memory_order_relaxed);
-        }
-      });
-    }
-    for (int p = 0; p < producers; ++p) {
-      threads.emplace_back([tx = tx]() mutable {
-        for (std::uint64_t i = 1; i <= per_producer; ++i) {
-          ASSERT_TRUE(tx.send(i));
-        }
-      });
-    }
-    { auto gone = std::move(tx); }
-  }
-  EXPECT_EQ(count.load(), producers * per_producer);
-  EXPECT_EQ(sum.load(), producers * per_producer * (per_producer + 1) / 2);
+  spindle_test::expect_many_to_many_delivers_everything(spindle::bounded<std::uint64_t>(0),
+                                                        /*producers=*/3, /*consumers=*/2,
+                                                        /*per_producer=*/3000);
 }
 
 }  // namespace

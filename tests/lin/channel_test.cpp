@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <random>
 #include <utility>
@@ -38,8 +37,7 @@ auto make(std::size_t capacity) -> channel_pair {
 /// Runs `histories` random histories on channels of `capacity`; returns the first one that is
 /// not linearizable (empty when all are).
 auto check_channels(std::size_t capacity, std::uint32_t seed) -> std::vector<operation> {
-  int concurrent = 0;
-  for (int h = 0; h < spindle_lin::histories; ++h) {
+  auto run_one = [capacity, seed](int h) {
     channel_pair channels[2] = {make(capacity), make(capacity)};
     std::vector<std::function<void(spindle_lin::recorder&)>> bodies;
     for (int t = 0; t < 3; ++t) {
@@ -79,16 +77,10 @@ auto check_channels(std::size_t capacity, std::uint32_t seed) -> std::vector<ope
         }
       });
     }
-    auto history = spindle_lin::run_history(bodies);
-    concurrent += spindle_lin::has_overlap(history) ? 1 : 0;
-    if (!spindle_lin::linearizable(history,
-                                   [capacity](int) { return spindle_lin::fifo_spec{capacity}; })) {
-      return history;
-    }
-  }
-  std::printf("[lin] %d histories checked, %d with overlapping operations\n",
-              spindle_lin::histories, concurrent);
-  return {};
+    return spindle_lin::run_history(bodies);
+  };
+  return spindle_lin::first_non_linearizable(
+      run_one, [capacity](int) { return spindle_lin::fifo_spec{capacity}; });
 }
 
 }  // namespace

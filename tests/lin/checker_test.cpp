@@ -146,13 +146,7 @@ TEST(LinChecker, RejectsATwoLaneQueueUnderRealThreads) {
       for (int i = 0; i < 6; ++i) {
         operation o;
         o.kind = op_kind::recv;
-        r.record(o, [&](operation& x) {
-          if (auto v = q.recv()) {
-            x.value = *v;
-          } else {
-            x.result = outcome::empty;
-          }
-        });
+        r.record_take(o, [&] { return q.recv(); });
       }
     };
     auto history = spindle_lin::run_history(

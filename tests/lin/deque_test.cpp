@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -20,8 +19,8 @@ using spindle_lin::outcome;
 namespace {
 
 auto check_deque(spindle::deque_order order, std::uint32_t seed) -> std::vector<operation> {
-  int concurrent = 0;
-  for (int h = 0; h < spindle_lin::histories; ++h) {
+  bool const lifo = order == spindle::deque_order::lifo;
+  auto run_one = [order, seed](int h) {
     spindle::worker<std::int64_t> w(order, 2);
     std::vector<std::function<void(spindle_lin::recorder&)>> bodies;
     bodies.emplace_back([&w, h, seed](spindle_lin::recorder& r) {
@@ -34,13 +33,7 @@ auto check_deque(spindle::deque_order order, std::uint32_t seed) -> std::vector<
           r.record(o, [&](operation& x) { w.push(x.arg); });
         } else {
           o.kind = op_kind::pop;
-          r.record(o, [&](operation& x) {
-            if (auto v = w.pop()) {
-              x.value = *v;
-            } else {
-              x.result = outcome::empty;
-            }
-          });
+          r.record_take(o, [&] { return w.pop(); });
         }
       }
     });
@@ -60,17 +53,10 @@ auto check_deque(spindle::deque_order order, std::uint32_t seed) -> std::vector<
         }
       });
     }
-    auto history = spindle_lin::run_history(bodies);
-    concurrent += spindle_lin::has_overlap(history) ? 1 : 0;
-    bool const lifo = order == spindle::deque_order::lifo;
-    if (!spindle_lin::linearizable(history,
-                                   [lifo](int) { return spindle_lin::deque_spec{lifo}; })) {
-      return history;
-    }
-  }
-  std::printf("[lin] %d histories checked, %d with overlapping operations\n",
-              spindle_lin::histories, concurrent);
-  return {};
+    return spindle_lin::run_history(bodies);
+  };
+  return spindle_lin::first_non_linearizable(run_one,
+                                             [lifo](int) { return spindle_lin::deque_spec{lifo}; });
 }
 
 }  // namespace

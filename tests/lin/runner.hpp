@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <random>
 #include <thread>
@@ -34,6 +35,18 @@ class recorder {
     pause();
     op.ret = clock_.now();
     ops_.push_back(op);
+  }
+  /// Records a take (recv, pop): the value taken, or `outcome::empty` when `take()` returns
+  /// nothing.
+  template <class Take>
+  void record_take(operation op, Take take) {
+    record(op, [&take](operation& x) {
+      if (auto v = take()) {
+        x.value = *v;
+      } else {
+        x.result = outcome::empty;
+      }
+    });
   }
   [[nodiscard]] auto ops() const -> std::vector<operation> const& { return ops_; }
 
@@ -102,5 +115,24 @@ inline constexpr int histories = 400;
 #else
 inline constexpr int histories = 400;
 #endif
+
+/// Records `histories` histories, the h-th from `run_one(h)` (which builds the objects and
+/// returns run_history()'s result), and checks each against `spec_for`. Returns the first one
+/// that is not linearizable, or an empty history when all are (then prints how many had
+/// overlapping operations).
+template <class RunOne, class SpecFor>
+auto first_non_linearizable(RunOne run_one, SpecFor spec_for) -> std::vector<operation> {
+  int concurrent = 0;
+  for (int h = 0; h < histories; ++h) {
+    auto history = run_one(h);
+    concurrent += has_overlap(history) ? 1 : 0;
+    if (!linearizable(history, spec_for)) {
+      return history;
+    }
+  }
+  std::printf("[lin] %d histories checked, %d with overlapping operations\n", histories,
+              concurrent);
+  return {};
+}
 
 }  // namespace spindle_lin

@@ -8,55 +8,26 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <optional>
 #include <vector>
 
 #include "model/support.hpp"
+#include "support/channel_cases.hpp"
+#include "support/model_cases.hpp"
 #include "support/tracked.hpp"
 
 namespace model = spindle::model;
 using spindle::recv_status;
 using spindle::send_status;
 using spindle_test::budget;
-using spindle_test::print_stats;
+using spindle_test::expect_each_once;
+using spindle_test::explore_and_report;
+using spindle_test::tso;
+using ledger = spindle_test::payload_ledger;
 
 namespace {
-
-/// Payloads written before their index is sent; indices received, per receiving thread.
-struct ledger {
-  std::array<model::plain<int>, 48> payload{};
-
-  auto make(int index) -> int {
-    payload[static_cast<std::size_t>(index)].set(1000 + index);
-    return index;
-  }
-  void take(std::vector<int>& into, int index) {
-    model::check(payload[static_cast<std::size_t>(index)].get() == 1000 + index,
-                 "the receiver saw a payload the sender had not written");
-    into.push_back(index);
-  }
-};
-
-/// Each index in [0, count) appears exactly once across `lists`.
-void expect_each_once(std::vector<std::vector<int>> const& lists, int count) {
-  std::array<int, 48> seen{};
-  for (auto const& list : lists) {
-    for (int i : list) {
-      ++seen[static_cast<std::size_t>(i)];
-    }
-  }
-  for (int i = 0; i < count; ++i) {
-    model::check(seen[static_cast<std::size_t>(i)] == 1, "a value was lost or delivered twice");
-  }
-}
-
-auto tso(model::options o) -> model::options {
-  o.store_buffering = true;
-  return o;
-}
 
 /// One producer sends `n` values with blocking send; the body receives them with recv.
 void blocking_pair_body(std::size_t capacity, int n) {
@@ -86,23 +57,19 @@ TEST(ModelChannel, Example) {
   auto const r =
       model::explore(model::exhaustive(1, budget(20000)), [] { blocking_pair_body(1, 3); });
   EXPECT_TRUE(r) << r.message;
-  print_stats("bounded(1) send/recv x3, dfs bound 1", r);
+  spindle_test::print_stats("bounded(1) send/recv x3, dfs bound 1", r);
 }
 
 TEST(ModelChannel, BoundedCapacityOneAndTwoRandomAndTso) {
   for (std::size_t cap : {std::size_t{1}, std::size_t{2}}) {
     auto body = [cap] { blocking_pair_body(cap, 5); };
-    auto const r = model::explore(model::random_schedules(21, budget(500)), body);
-    EXPECT_TRUE(r) << r.message;
-    print_stats(cap == 1 ? "bounded(1) x5, random" : "bounded(2) x5, random", r);
-    auto const p = model::explore(model::pct_schedules(22, budget(500), 3), body);
-    EXPECT_TRUE(p) << p.message;
-    print_stats(cap == 1 ? "bounded(1) x5, pct d=3" : "bounded(2) x5, pct d=3", p);
-    auto const t = model::explore(tso(model::random_schedules(23, budget(500))), body);
-    EXPECT_TRUE(t) << t.message;
-    print_stats(cap == 1 ? "bounded(1) x5, random + store buffers"
-                         : "bounded(2) x5, random + store buffers",
-                t);
+    explore_and_report(cap == 1 ? "bounded(1) x5, random" : "bounded(2) x5, random",
+                       model::random_schedules(21, budget(500)), body);
+    explore_and_report(cap == 1 ? "bounded(1) x5, pct d=3" : "bounded(2) x5, pct d=3",
+                       model::pct_schedules(22, budget(500), 3), body);
+    explore_and_report(cap == 1 ? "bounded(1) x5, random + store buffers"
+                                : "bounded(2) x5, random + store buffers",
+                       tso(model::random_schedules(23, budget(500))), body);
   }
 }
 
@@ -142,22 +109,18 @@ TEST(ModelChannel, TwoProducersTryOperations) {
     }
     expect_each_once({got, handed_back, handed_back_b}, 4);
   };
-  auto const r = model::explore(model::random_schedules(31, budget(1000)), body);
-  EXPECT_TRUE(r) << r.message;
-  print_stats("bounded(2) 2 producers try ops, random", r);
-  auto const t = model::explore(tso(model::pct_schedules(32, budget(1000), 3)), body);
-  EXPECT_TRUE(t) << t.message;
-  print_stats("bounded(2) 2 producers try ops, pct + store buffers", t);
+  explore_and_report("bounded(2) 2 producers try ops, random",
+                     model::random_schedules(31, budget(1000)), body);
+  explore_and_report("bounded(2) 2 producers try ops, pct + store buffers",
+                     tso(model::pct_schedules(32, budget(1000), 3)), body);
 }
 
 TEST(ModelChannel, Rendezvous) {
   auto body = [] { blocking_pair_body(0, 2); };
-  auto const d = model::explore(model::exhaustive(2, budget(20000)), body);
-  EXPECT_TRUE(d) << d.message;
-  print_stats("bounded(0) rendezvous x2, dfs bound 2", d);
-  auto const t = model::explore(tso(model::random_schedules(41, budget(1000))), body);
-  EXPECT_TRUE(t) << t.message;
-  print_stats("bounded(0) rendezvous x2, random + store buffers", t);
+  explore_and_report("bounded(0) rendezvous x2, dfs bound 2", model::exhaustive(2, budget(20000)),
+                     body);
+  explore_and_report("bounded(0) rendezvous x2, random + store buffers",
+                     tso(model::random_schedules(41, budget(1000))), body);
 }
 
 TEST(ModelChannel, UnboundedAcrossBlockBoundary) {
@@ -179,12 +142,10 @@ TEST(ModelChannel, UnboundedAcrossBlockBoundary) {
     }
     producer.join();
   };
-  auto const r = model::explore(model::random_schedules(51, budget(150)), body);
-  EXPECT_TRUE(r) << r.message;
-  print_stats("unbounded x33 (block boundary), random", r);
-  auto const t = model::explore(tso(model::pct_schedules(52, budget(150), 3)), body);
-  EXPECT_TRUE(t) << t.message;
-  print_stats("unbounded x33 (block boundary), pct + buffers", t);
+  explore_and_report("unbounded x33 (block boundary), random",
+                     model::random_schedules(51, budget(150)), body);
+  explore_and_report("unbounded x33 (block boundary), pct + buffers",
+                     tso(model::pct_schedules(52, budget(150), 3)), body);
 }
 
 TEST(ModelChannel, CloseRacingWithSendAndRecv) {
@@ -213,18 +174,17 @@ TEST(ModelChannel, CloseRacingWithSendAndRecv) {
       expect_each_once({got, handed_back}, 2);
     };
     if (cap == 1) {
-      auto const d = model::explore(model::exhaustive(1, budget(20000)), body);
-      EXPECT_TRUE(d) << d.message;
-      print_stats("close vs send/recv, bounded(1), dfs bound 1", d);
+      explore_and_report("close vs send/recv, bounded(1), dfs bound 1",
+                         model::exhaustive(1, budget(20000)), body);
     }
-    auto const r = model::explore(model::pct_schedules(60, budget(300), 3), body);
-    EXPECT_TRUE(r) << r.message;
-    auto const t = model::explore(tso(model::random_schedules(61, budget(300))), body);
-    EXPECT_TRUE(t) << t.message;
-    print_stats(cap == 0   ? "close vs send/recv, bounded(0), random + buffers"
-                : cap == 1 ? "close vs send/recv, bounded(1), random + buffers"
-                           : "close vs send/recv, bounded(2), random + buffers",
-                t);
+    explore_and_report(cap == 0   ? "close vs send/recv, bounded(0), pct d=3"
+                       : cap == 1 ? "close vs send/recv, bounded(1), pct d=3"
+                                  : "close vs send/recv, bounded(2), pct d=3",
+                       model::pct_schedules(60, budget(300), 3), body);
+    explore_and_report(cap == 0   ? "close vs send/recv, bounded(0), random + buffers"
+                       : cap == 1 ? "close vs send/recv, bounded(1), random + buffers"
+                                  : "close vs send/recv, bounded(2), random + buffers",
+                       tso(model::random_schedules(61, budget(300))), body);
   }
 }
 
@@ -243,9 +203,8 @@ TEST(ModelChannel, UnboundedCloseWhileReceiverWaits) {
     producer.join();
     expect_each_once({got}, 1);
   };
-  auto const d = model::explore(model::exhaustive(2, budget(20000)), body);
-  EXPECT_TRUE(d) << d.message;
-  print_stats("unbounded send+close vs recv, dfs bound 2", d);
+  explore_and_report("unbounded send+close vs recv, dfs bound 2",
+                     model::exhaustive(2, budget(20000)), body);
 }
 
 TEST(ModelChannel, DroppingTheLastReceiverDestroysBufferedValues) {
@@ -264,9 +223,8 @@ TEST(ModelChannel, DroppingTheLastReceiverDestroysBufferedValues) {
     }
     model::check(spindle_test::tracked::live() == before, "a value leaked or died twice");
   };
-  auto const r = model::explore(model::random_schedules(71, budget(1500)), body);
-  EXPECT_TRUE(r) << r.message;
-  print_stats("last receiver dropped, tracked values, random", r);
+  explore_and_report("last receiver dropped, tracked values, random",
+                     model::random_schedules(71, budget(1500)), body);
 }
 
 TEST(ModelChannel, TimeoutsRacingWithSendAndRecv) {
@@ -289,26 +247,18 @@ TEST(ModelChannel, TimeoutsRacingWithSendAndRecv) {
         }
       });
       std::vector<int> got;
-      for (;;) {
-        auto r = rx.recv_for(std::chrono::hours(1));
-        if (r.status == recv_status::closed) {
-          break;
-        }
-        if (r.status == recv_status::received) {
-          l.take(got, *r.value);
-        }
-      }
+      spindle_test::recv_for_until_closed(rx, std::chrono::hours(1),
+                                          [&](int v) { l.take(got, v); });
       producer.join();
       expect_each_once({got}, 2);
       model::check(got.size() == 2 && got[0] == 0 && got[1] == 1, "values reordered");
     };
-    auto const r = model::explore(model::random_schedules(81, budget(500)), body);
-    EXPECT_TRUE(r) << r.message;
-    auto const t = model::explore(tso(model::pct_schedules(82, budget(500), 3)), body);
-    EXPECT_TRUE(t) << t.message;
-    print_stats(cap == 0 ? "send_for/recv_for timeouts, bounded(0), random+pct"
-                         : "send_for/recv_for timeouts, bounded(1), random+pct",
-                t);
+    explore_and_report(cap == 0 ? "send_for/recv_for timeouts, bounded(0), random"
+                                : "send_for/recv_for timeouts, bounded(1), random",
+                       model::random_schedules(81, budget(500)), body);
+    explore_and_report(cap == 0 ? "send_for/recv_for timeouts, bounded(0), pct + buffers"
+                                : "send_for/recv_for timeouts, bounded(1), pct + buffers",
+                       tso(model::pct_schedules(82, budget(500), 3)), body);
   }
 }
 
@@ -333,10 +283,8 @@ TEST(ModelChannel, TwoSendersTwoReceiversBlocking) {
     r1.join();
     expect_each_once({got_a, got_b}, 2);
   };
-  auto const r = model::explore(model::pct_schedules(91, budget(1000), 3), body);
-  EXPECT_TRUE(r) << r.message;
-  print_stats("bounded(1) 2 senders 2 receivers, pct d=3", r);
-  auto const t = model::explore(tso(model::random_schedules(92, budget(1000))), body);
-  EXPECT_TRUE(t) << t.message;
-  print_stats("bounded(1) 2 senders 2 receivers, random + buffers", t);
+  explore_and_report("bounded(1) 2 senders 2 receivers, pct d=3",
+                     model::pct_schedules(91, budget(1000), 3), body);
+  explore_and_report("bounded(1) 2 senders 2 receivers, random + buffers",
+                     tso(model::random_schedules(92, budget(1000))), body);
 }

@@ -14,27 +14,17 @@
 #include <vector>
 
 #include "model/support.hpp"
+#include "support/channel_cases.hpp"
+#include "support/model_cases.hpp"
 
 namespace model = spindle::model;
-using spindle::recv_status;
 using spindle::send_status;
 using spindle_test::budget;
-using spindle_test::print_stats;
+using spindle_test::expect_each_of_once;
+using spindle_test::expect_each_once;
+using spindle_test::explore_and_report;
 
 namespace {
-
-/// Each index in [0, count) appears exactly once across `lists`.
-void expect_each_once(std::vector<std::vector<int>> const& lists, int count) {
-  std::array<int, 16> seen{};
-  for (auto const& list : lists) {
-    for (int i : list) {
-      ++seen[static_cast<std::size_t>(i)];
-    }
-  }
-  for (int i = 0; i < count; ++i) {
-    model::check(seen[static_cast<std::size_t>(i)] == 1, "a value was lost or delivered twice");
-  }
-}
 
 /// Values of sender k are k * 4 + 0, 1, ...: a receiver sees each sender's values in order.
 void expect_per_sender_order(std::vector<int> const& got) {
@@ -80,20 +70,15 @@ void senders_blocked_on_full(std::size_t capacity, int senders, int per_sender, 
   for (auto& t : threads) {
     t.join();
   }
-  std::vector<std::vector<int>> lists{got[0], got[1]};
-  std::array<int, 16> seen{};
-  for (auto const& list : lists) {
-    expect_per_sender_order(list);
-    for (int v : list) {
-      ++seen[static_cast<std::size_t>(v)];
-    }
-  }
+  expect_per_sender_order(got[0]);
+  expect_per_sender_order(got[1]);
+  std::vector<int> sent;
   for (int k = 0; k < senders; ++k) {
     for (int i = 0; i < per_sender; ++i) {
-      model::check(seen[static_cast<std::size_t>(k * 4 + i)] == 1,
-                   "a value was lost or delivered twice");
+      sent.push_back(k * 4 + i);
     }
   }
+  expect_each_of_once({got[0], got[1]}, sent);
 }
 
 /// One sender feeds `receivers` receivers blocked on an empty channel (bounded when capacity
@@ -147,28 +132,13 @@ void close_racing_with_blocked_senders(std::size_t capacity) {
   }
   threads.emplace_back([tx = tx]() mutable { tx.close(); });
   std::vector<int> got;
-  for (;;) {
-    auto r = rx.recv_for(std::chrono::hours(1));
-    if (r.status == recv_status::closed) {
-      break;
-    }
-    if (r.status == recv_status::received) {
-      got.push_back(*r.value);
-    }
-  }
+  spindle_test::recv_for_until_closed(rx, std::chrono::hours(1),
+                                      [&got](int v) { got.push_back(v); });
   for (auto& t : threads) {
     t.join();
   }
   expect_per_sender_order(got);
-  std::array<int, 16> seen{};
-  for (auto const* list : {&got, &back[0], &back[1]}) {
-    for (int v : *list) {
-      ++seen[static_cast<std::size_t>(v)];
-    }
-  }
-  for (int v : {0, 1, 4, 5}) {
-    model::check(seen[static_cast<std::size_t>(v)] == 1, "a value was lost or delivered twice");
-  }
+  expect_each_of_once({got, back[0], back[1]}, {0, 1, 4, 5});
 }
 
 }  // namespace
@@ -179,72 +149,60 @@ TEST(ModelChannelWake, Example) {
   auto body = [] { senders_blocked_on_full(1, 3, 1, 1); };
   auto const d = model::explore(model::exhaustive(1, budget(2500)), body);
   EXPECT_TRUE(d) << d.message;
-  print_stats("bounded(1) 3 senders x1, 1 receiver, dfs bound 1", d);
+  spindle_test::print_stats("bounded(1) 3 senders x1, 1 receiver, dfs bound 1", d);
   auto const p = model::explore(model::pct_schedules(101, budget(400), 3), body);
   EXPECT_TRUE(p) << p.message;
-  print_stats("bounded(1) 3 senders x1, 1 receiver, pct d=3", p);
+  spindle_test::print_stats("bounded(1) 3 senders x1, 1 receiver, pct d=3", p);
 }
 
 TEST(ModelChannelWake, SendersBlockedOnFullCapacityOne) {
   auto body = [] { senders_blocked_on_full(1, 2, 2, 1); };
-  auto const d = model::explore(model::exhaustive(1, budget(2500)), body);
-  EXPECT_TRUE(d) << d.message;
-  print_stats("bounded(1) 2 senders x2, 1 receiver, dfs bound 1", d);
-  auto const p = model::explore(model::pct_schedules(111, budget(400), 3), body);
-  EXPECT_TRUE(p) << p.message;
-  print_stats("bounded(1) 2 senders x2, 1 receiver, pct d=3", p);
+  explore_and_report("bounded(1) 2 senders x2, 1 receiver, dfs bound 1",
+                     model::exhaustive(1, budget(2500)), body);
+  explore_and_report("bounded(1) 2 senders x2, 1 receiver, pct d=3",
+                     model::pct_schedules(111, budget(400), 3), body);
 }
 
 TEST(ModelChannelWake, SendersBlockedOnFullTwoReceivers) {
   for (std::size_t cap : {std::size_t{1}, std::size_t{2}}) {
     auto body = [cap] { senders_blocked_on_full(cap, 3, 1, 2); };
-    auto const p = model::explore(model::pct_schedules(121, budget(400), 3), body);
-    EXPECT_TRUE(p) << p.message;
-    print_stats(cap == 1 ? "bounded(1) 3 senders, 2 receivers, pct d=3"
-                         : "bounded(2) 3 senders, 2 receivers, pct d=3",
-                p);
-    auto o = model::random_schedules(122, budget(300));
-    o.store_buffering = true;
-    auto const t = model::explore(o, body);
-    EXPECT_TRUE(t) << t.message;
-    print_stats(cap == 1 ? "bounded(1) 3 senders, 2 receivers, random + buffers"
-                         : "bounded(2) 3 senders, 2 receivers, random + buffers",
-                t);
+    explore_and_report(cap == 1 ? "bounded(1) 3 senders, 2 receivers, pct d=3"
+                                : "bounded(2) 3 senders, 2 receivers, pct d=3",
+                       model::pct_schedules(121, budget(400), 3), body);
+    explore_and_report(cap == 1 ? "bounded(1) 3 senders, 2 receivers, random + buffers"
+                                : "bounded(2) 3 senders, 2 receivers, random + buffers",
+                       spindle_test::tso(model::random_schedules(122, budget(300))), body);
   }
 }
 
 TEST(ModelChannelWake, SendersBlockedOnFullCapacityTwo) {
   auto body = [] { senders_blocked_on_full(2, 3, 2, 1); };
-  auto const p = model::explore(model::pct_schedules(131, budget(400), 3), body);
-  EXPECT_TRUE(p) << p.message;
-  print_stats("bounded(2) 3 senders x2, 1 receiver, pct d=3", p);
+  explore_and_report("bounded(2) 3 senders x2, 1 receiver, pct d=3",
+                     model::pct_schedules(131, budget(400), 3), body);
 }
 
 TEST(ModelChannelWake, ReceiversBlockedOnEmpty) {
   for (std::size_t cap : {std::size_t{0}, std::size_t{1}, std::size_t{2}}) {
     auto body = [cap] { receivers_blocked_on_empty(cap, cap == 1 ? 2 : 3); };
-    auto const d = model::explore(model::exhaustive(1, budget(2500)), body);
-    EXPECT_TRUE(d) << d.message;
-    auto const p = model::explore(model::pct_schedules(141, budget(400), 3), body);
-    EXPECT_TRUE(p) << p.message;
-    print_stats(cap == 0   ? "unbounded 3 receivers on empty, dfs 1 + pct"
-                : cap == 1 ? "bounded(1) 2 receivers on empty, dfs 1 + pct"
-                           : "bounded(2) 3 receivers on empty, dfs 1 + pct",
-                p);
+    explore_and_report(cap == 0   ? "unbounded 3 receivers on empty, dfs bound 1"
+                       : cap == 1 ? "bounded(1) 2 receivers on empty, dfs bound 1"
+                                  : "bounded(2) 3 receivers on empty, dfs bound 1",
+                       model::exhaustive(1, budget(2500)), body);
+    explore_and_report(cap == 0   ? "unbounded 3 receivers on empty, pct d=3"
+                       : cap == 1 ? "bounded(1) 2 receivers on empty, pct d=3"
+                                  : "bounded(2) 3 receivers on empty, pct d=3",
+                       model::pct_schedules(141, budget(400), 3), body);
   }
 }
 
 TEST(ModelChannelWake, CloseRacingWithBlockedSenders) {
   for (std::size_t cap : {std::size_t{1}, std::size_t{2}}) {
     auto body = [cap] { close_racing_with_blocked_senders(cap); };
-    auto const p = model::explore(model::pct_schedules(151, budget(400), 3), body);
-    EXPECT_TRUE(p) << p.message;
-    print_stats(cap == 1 ? "close vs 2 blocked senders, bounded(1), pct d=3"
-                         : "close vs 2 blocked senders, bounded(2), pct d=3",
-                p);
+    explore_and_report(cap == 1 ? "close vs 2 blocked senders, bounded(1), pct d=3"
+                                : "close vs 2 blocked senders, bounded(2), pct d=3",
+                       model::pct_schedules(151, budget(400), 3), body);
   }
-  auto const d = model::explore(model::exhaustive(1, budget(2500)),
-                                [] { close_racing_with_blocked_senders(1); });
-  EXPECT_TRUE(d) << d.message;
-  print_stats("close vs 2 blocked senders, bounded(1), dfs bound 1", d);
+  explore_and_report("close vs 2 blocked senders, bounded(1), dfs bound 1",
+                     model::exhaustive(1, budget(2500)),
+                     [] { close_racing_with_blocked_senders(1); });
 }

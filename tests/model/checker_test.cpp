@@ -10,8 +10,12 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
+
+#include "support/model_cases.hpp"
 
 namespace model = spindle::model;
+using spindle_test::tso;
 
 namespace {
 
@@ -165,6 +169,17 @@ class tiny_deque {
   std::array<model::plain<int>, 8> slots_{};
 };
 
+/// Of the results of pop and steal (-1: nothing taken), items 1 and 2 were each taken once.
+void check_both_taken_once(std::initializer_list<int> taken) {
+  int seen[3] = {0, 0, 0};
+  for (int v : taken) {
+    if (v > 0) {
+      ++seen[v];
+    }
+  }
+  model::check(seen[1] == 1 && seen[2] == 1, "an item was lost or taken twice");
+}
+
 template <deque_bug Bug>
 void deque_body() {
   tiny_deque<Bug> d;
@@ -175,13 +190,7 @@ void deque_body() {
   int const a = d.pop();
   int const b = d.pop();
   thief.join();
-  int seen[3] = {0, 0, 0};
-  for (int v : {a, b, stolen}) {
-    if (v > 0) {
-      ++seen[v];
-    }
-  }
-  model::check(seen[1] == 1 && seen[2] == 1, "an item was lost or taken twice");
+  check_both_taken_once({a, b, stolen});
 }
 
 template <deque_bug Bug>
@@ -198,18 +207,7 @@ void deque_two_steals_body() {
   int const popped = d.pop();
   thief.join();
   int const rest = d.pop();
-  int seen[3] = {0, 0, 0};
-  for (int v : {first, second, popped, rest}) {
-    if (v > 0) {
-      ++seen[v];
-    }
-  }
-  model::check(seen[1] == 1 && seen[2] == 1, "an item was lost or taken twice");
-}
-
-auto tso(model::options o) -> model::options {
-  o.store_buffering = true;
-  return o;
+  check_both_taken_once({first, second, popped, rest});
 }
 
 template <deque_bug Bug>
@@ -218,6 +216,21 @@ void deque_publish_body() {
   model::thread thief([&] { static_cast<void>(d.steal()); });
   d.push(1);
   thief.join();
+}
+
+/// The correct version passes every schedule of `o` (all of them within the bound when
+/// `must_exhaust`), and the version with the seeded bug is caught as `kind`.
+void expect_only_the_bug_caught(char const* name, model::options const& o, void (*correct)(),
+                                void (*buggy)(), model::failure_kind kind, bool must_exhaust) {
+  auto const ok = model::explore(quiet(o), correct);
+  EXPECT_TRUE(ok) << ok.message;
+  if (must_exhaust) {
+    EXPECT_TRUE(ok.exhausted);
+  }
+  auto const bad = model::explore(quiet(o), buggy);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.failure, kind) << bad.message;
+  print_caught(name, bad);
 }
 
 }  // namespace
@@ -248,36 +261,23 @@ TEST(ModelChecker, LostWakeUpFoundByRandomAndPct) {
 }
 
 TEST(ModelChecker, RelaxedUnlockIsADataRace) {
-  auto const ok = model::explore(quiet(model::exhaustive(2, 100000)), counter_body<lock_bug::none>);
-  EXPECT_TRUE(ok) << ok.message;
-  EXPECT_TRUE(ok.exhausted);
-  auto const bad =
-      model::explore(quiet(model::exhaustive(2, 100000)), counter_body<lock_bug::relaxed_unlock>);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.failure, model::failure_kind::data_race) << bad.message;
-  print_caught("relaxed store in unlock", bad);
+  expect_only_the_bug_caught("relaxed store in unlock", model::exhaustive(2, 100000),
+                             counter_body<lock_bug::none>, counter_body<lock_bug::relaxed_unlock>,
+                             model::failure_kind::data_race, /*must_exhaust=*/true);
 }
 
 TEST(ModelChecker, RelaxedPublishOfASlotIsADataRace) {
-  auto const ok =
-      model::explore(quiet(model::exhaustive(2, 100000)), deque_publish_body<deque_bug::none>);
-  EXPECT_TRUE(ok) << ok.message;
-  auto const bad = model::explore(quiet(model::exhaustive(2, 100000)),
-                                  deque_publish_body<deque_bug::relaxed_publish>);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.failure, model::failure_kind::data_race) << bad.message;
-  print_caught("Chase-Lev push publishes bottom with a relaxed store", bad);
+  expect_only_the_bug_caught("Chase-Lev push publishes bottom with a relaxed store",
+                             model::exhaustive(2, 100000), deque_publish_body<deque_bug::none>,
+                             deque_publish_body<deque_bug::relaxed_publish>,
+                             model::failure_kind::data_race, /*must_exhaust=*/false);
 }
 
 TEST(ModelChecker, StealWithoutCasTakesAnItemTwice) {
-  auto const ok = model::explore(quiet(model::exhaustive(2, 100000)), deque_body<deque_bug::none>);
-  EXPECT_TRUE(ok) << ok.message;
-  EXPECT_TRUE(ok.exhausted);
-  auto const bad =
-      model::explore(quiet(model::exhaustive(2, 100000)), deque_body<deque_bug::steal_without_cas>);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.failure, model::failure_kind::assertion) << bad.message;
-  print_caught("Chase-Lev steal claims with a store instead of a CAS", bad);
+  expect_only_the_bug_caught("Chase-Lev steal claims with a store instead of a CAS",
+                             model::exhaustive(2, 100000), deque_body<deque_bug::none>,
+                             deque_body<deque_bug::steal_without_cas>,
+                             model::failure_kind::assertion, /*must_exhaust=*/true);
 }
 
 TEST(ModelChecker, MissingFenceInPopNeedsStoreBuffering) {

@@ -9,11 +9,14 @@
 #include <mutex>
 
 #include "model/support.hpp"
+#include "support/model_cases.hpp"
 
 namespace model = spindle::model;
 using spindle::detail::mutex;
 using spindle_test::budget;
+using spindle_test::explore_and_report;
 using spindle_test::print_stats;
+using spindle_test::tso;
 
 namespace {
 
@@ -38,11 +41,6 @@ void increment_body(int threads, int rounds) {
   model::check(counter.get() == threads * rounds, "an increment was lost");
 }
 
-auto tso(model::options o) -> model::options {
-  o.store_buffering = true;
-  return o;
-}
-
 }  // namespace
 
 TEST(ModelMutex, Example) {
@@ -54,19 +52,15 @@ TEST(ModelMutex, Example) {
 
 TEST(ModelMutex, ThreeThreadsSleepAndWake) {
   auto body = [] { increment_body(3, 2); };
-  auto const r = model::explore(model::random_schedules(3, budget(1000)), body);
-  EXPECT_TRUE(r) << r.message;
-  print_stats("mutex 3 threads x 2, random", r);
-  auto const p = model::explore(model::pct_schedules(4, budget(1000), 3), body);
-  EXPECT_TRUE(p) << p.message;
-  print_stats("mutex 3 threads x 2, pct d=3", p);
-  auto const t = model::explore(tso(model::random_schedules(5, budget(1000))), body);
-  EXPECT_TRUE(t) << t.message;
-  print_stats("mutex 3 threads x 2, random + store buffers", t);
+  explore_and_report("mutex 3 threads x 2, random", model::random_schedules(3, budget(1000)), body);
+  explore_and_report("mutex 3 threads x 2, pct d=3", model::pct_schedules(4, budget(1000), 3),
+                     body);
+  explore_and_report("mutex 3 threads x 2, random + store buffers",
+                     tso(model::random_schedules(5, budget(1000))), body);
 }
 
 TEST(ModelMutex, TryLockNeverEntersAHeldLock) {
-  auto const r = model::explore(model::exhaustive(3, budget(100000)), [] {
+  explore_and_report("mutex try_lock, dfs bound 3", model::exhaustive(3, budget(100000)), [] {
     mutex m;
     model::plain<int> inside;
     auto work = [&] {
@@ -81,6 +75,4 @@ TEST(ModelMutex, TryLockNeverEntersAHeldLock) {
     work();
     a.join();
   });
-  EXPECT_TRUE(r) << r.message;
-  print_stats("mutex try_lock, dfs bound 3", r);
 }

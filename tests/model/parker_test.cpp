@@ -7,20 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdio>
+
+#include "model/support.hpp"
+#include "support/model_cases.hpp"
 
 namespace model = spindle::model;
 using spindle::detail::parker;
-
-namespace {
-
-void print_stats(char const* name, model::report const& r) {
-  std::printf("[model] %s: %llu executions%s\n", name,
-              static_cast<unsigned long long>(r.executions),
-              r.exhausted ? " (all schedules within the bound)" : "");
-}
-
-}  // namespace
+using spindle_test::explore_and_report;
+using spindle_test::print_stats;
 
 TEST(ModelParker, Example) {
   // Every schedule with up to 3 preemptions: the parked thread always sees the payload.
@@ -41,7 +35,7 @@ TEST(ModelParker, Example) {
 }
 
 TEST(ModelParker, TwoUnparkersWakeOnePark) {
-  auto const r = model::explore(model::exhaustive(2, 200000), [] {
+  auto const r = explore_and_report("parker two unparkers", model::exhaustive(2, 200000), [] {
     parker p;
     model::thread a([&] { p.unpark(); });
     model::thread b([&] { p.unpark(); });
@@ -49,31 +43,28 @@ TEST(ModelParker, TwoUnparkersWakeOnePark) {
     a.join();
     b.join();
   });
-  EXPECT_TRUE(r) << r.message;
   EXPECT_TRUE(r.exhausted);
-  print_stats("parker two unparkers", r);
 }
 
 TEST(ModelParker, TimedParkKeepsALateUnpark) {
   // park_until may time out at any point (virtual time); an unpark that loses the race with
   // the timeout must leave its token for the next park, or that park would sleep forever.
-  auto const r = model::explore(model::exhaustive(3, 200000), [] {
-    parker p;
-    model::plain<int> payload;
-    model::thread waker([&] {
-      payload.set(7);
-      p.unpark();
-    });
-    auto const deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-    if (!p.park_until(deadline)) {
-      p.park();
-    }
-    model::check(payload.get() == 7, "the token came without the unparker's writes");
-    waker.join();
-  });
-  EXPECT_TRUE(r) << r.message;
+  auto const r =
+      explore_and_report("parker timed park vs unpark", model::exhaustive(3, 200000), [] {
+        parker p;
+        model::plain<int> payload;
+        model::thread waker([&] {
+          payload.set(7);
+          p.unpark();
+        });
+        auto const deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+        if (!p.park_until(deadline)) {
+          p.park();
+        }
+        model::check(payload.get() == 7, "the token came without the unparker's writes");
+        waker.join();
+      });
   EXPECT_TRUE(r.exhausted);
-  print_stats("parker timed park vs unpark", r);
 }
 
 TEST(ModelParker, PingPongRandomAndPct) {
@@ -96,10 +87,6 @@ TEST(ModelParker, PingPongRandomAndPct) {
     model::check(ball.get() == 6, "a hit was lost");
     other.join();
   };
-  auto const r1 = model::explore(model::random_schedules(1, 300), body);
-  EXPECT_TRUE(r1) << r1.message;
-  auto const r2 = model::explore(model::pct_schedules(2, 300, 3), body);
-  EXPECT_TRUE(r2) << r2.message;
-  print_stats("parker ping-pong random", r1);
-  print_stats("parker ping-pong pct", r2);
+  explore_and_report("parker ping-pong random", model::random_schedules(1, 300), body);
+  explore_and_report("parker ping-pong pct", model::pct_schedules(2, 300, 3), body);
 }

@@ -135,53 +135,76 @@ class fated {
   std::vector<std::atomic<std::uint32_t>>* fates_;
 };
 
+// The race tests' setup: 4 producers, 2 consumers, and per value the count of its
+// destructions (fates), receptions and hand-backs by a failed send.
+constexpr std::uint64_t race_producers = 4;
+constexpr std::uint64_t race_consumers = 2;
+
+struct race_ledger {
+  explicit race_ledger(flavour const& f)
+      : per_producer(messages_for(f) / 4),
+        fates(race_producers * per_producer),
+        received(race_producers * per_producer),
+        handed_back(race_producers * per_producer) {}
+
+  // Producer `p` sends its values; a send that fails must report closed and hand that very
+  // value back.
+  void produce(spindle::sender<fated>& tx, std::uint64_t p) {
+    for (std::uint64_t s = 0; s < per_producer; ++s) {
+      auto const id = p * per_producer + s;
+      auto r = tx.send(fated(id, &fates));
+      if (r) {
+        // relaxed: a running count (read by the closer as a hint) and per-value counts, read
+        // exactly after every thread is joined.
+        sent.fetch_add(1, std::memory_order_relaxed);
+      } else if (r.status != send_status::closed || !r.value || r.value->id() != id) {
+        std::fprintf(stderr, "a failed send did not hand its value back\n");
+        std::abort();
+      } else {
+        handed_back[id].fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  std::uint64_t per_producer;
+  std::atomic<std::uint64_t> sent{0};
+  std::vector<std::atomic<std::uint32_t>> fates;
+  std::vector<std::atomic<std::uint8_t>> received;
+  std::vector<std::atomic<std::uint8_t>> handed_back;
+};
+
 // close() races with sends and receives: every send reports sent (and the value is then
 // received or, never here, destroyed by the channel) or hands the value back; every value is
 // destroyed exactly once.
 TEST_P(ChannelStress, CloseRacingWithSendsLosesNothing) {
-  constexpr std::uint64_t producers = 4;
-  constexpr std::uint64_t consumers = 2;
-  auto const per_producer = messages_for(GetParam()) / 4;
-  std::vector<std::atomic<std::uint32_t>> fates(producers * per_producer);
-  std::vector<std::atomic<std::uint8_t>> received(producers * per_producer);
-  std::vector<std::atomic<std::uint8_t>> handed_back(producers * per_producer);
-  std::atomic<std::uint64_t> sent{0};
+  race_ledger ledger(GetParam());
+  auto const per_producer = ledger.per_producer;
+  auto& sent = ledger.sent;
   std::atomic<std::uint64_t> got{0};
   {
     auto [tx, rx] = make_channel<fated>(GetParam());
-    std::latch start(producers + consumers + 1);
+    std::latch start(race_producers + race_consumers + 1);
     std::vector<std::jthread> threads;
-    for (std::uint64_t c = 0; c < consumers; ++c) {
+    for (std::uint64_t c = 0; c < race_consumers; ++c) {
       threads.emplace_back([&, rx = rx]() mutable {
         start.arrive_and_wait();
         for (auto v : rx) {
-          received[v.id()].fetch_add(1, std::memory_order_relaxed);
+          ledger.received[v.id()].fetch_add(1, std::memory_order_relaxed);
           got.fetch_add(1, std::memory_order_relaxed);
         }
       });
     }
-    for (std::uint64_t p = 0; p < producers; ++p) {
+    for (std::uint64_t p = 0; p < race_producers; ++p) {
       threads.emplace_back([&, p, tx = tx]() mutable {
         start.arrive_and_wait();
-        for (std::uint64_t s = 0; s < per_producer; ++s) {
-          auto const id = p * per_producer + s;
-          auto r = tx.send(fated(id, &fates));
-          if (r) {
-            sent.fetch_add(1, std::memory_order_relaxed);
-          } else if (r.status != send_status::closed || !r.value || r.value->id() != id) {
-            std::fprintf(stderr, "a failed send did not hand its value back\n");
-            std::abort();
-          } else {
-            handed_back[id].fetch_add(1, std::memory_order_relaxed);
-          }
-        }
+        ledger.produce(tx, p);
       });
     }
     threads.emplace_back([&, tx = tx]() mutable {
       start.arrive_and_wait();
       // Close once some traffic has flowed, while producers are still sending.
       while (got.load(std::memory_order_relaxed) < per_producer / 2 &&
-             sent.load(std::memory_order_relaxed) < producers * per_producer / 2) {
+             sent.load(std::memory_order_relaxed) < race_producers * per_producer / 2) {
         std::this_thread::yield();
       }
       tx.close();
@@ -189,10 +212,10 @@ TEST_P(ChannelStress, CloseRacingWithSendsLosesNothing) {
   }
   EXPECT_EQ(sent.load(), got.load()) << "receivers outlive the close, so they get every sent value";
   std::uint64_t bad = 0;
-  for (std::size_t id = 0; id < fates.size(); ++id) {
-    auto const r = received[id].load();
-    auto const h = handed_back[id].load();
-    bad += (fates[id].load() == 1 && r + h == 1) ? 0 : 1;
+  for (std::size_t id = 0; id < ledger.fates.size(); ++id) {
+    auto const r = ledger.received[id].load();
+    auto const h = ledger.handed_back[id].load();
+    bad += (ledger.fates[id].load() == 1 && r + h == 1) ? 0 : 1;
   }
   EXPECT_EQ(bad, 0U);
 }
@@ -201,17 +224,14 @@ TEST_P(ChannelStress, CloseRacingWithSendsLosesNothing) {
 // destroyed by the channel's eager discard, every other one is handed back, and each is
 // destroyed exactly once.
 TEST_P(ChannelStress, LastReceiverDropRacingWithSendsLosesNothing) {
-  constexpr std::uint64_t producers = 4;
-  constexpr std::uint64_t consumers = 2;
-  auto const per_producer = messages_for(GetParam()) / 4;
-  std::vector<std::atomic<std::uint32_t>> fates(producers * per_producer);
-  std::vector<std::atomic<std::uint8_t>> handed_back(producers * per_producer);
+  race_ledger ledger(GetParam());
+  auto const per_producer = ledger.per_producer;
   std::atomic<std::uint64_t> got{0};
   {
     auto [tx, rx] = make_channel<fated>(GetParam());
-    std::latch start(producers + consumers);
+    std::latch start(race_producers + race_consumers);
     std::vector<std::jthread> threads;
-    for (std::uint64_t c = 0; c < consumers; ++c) {
+    for (std::uint64_t c = 0; c < race_consumers; ++c) {
       threads.emplace_back([&, c, rx = rx]() mutable {
         start.arrive_and_wait();
         // Each consumer takes a share, then drops its receiver; the second drop discards.
@@ -225,27 +245,17 @@ TEST_P(ChannelStress, LastReceiverDropRacingWithSendsLosesNothing) {
       });
     }
     { auto gone = std::move(rx); }
-    for (std::uint64_t p = 0; p < producers; ++p) {
+    for (std::uint64_t p = 0; p < race_producers; ++p) {
       threads.emplace_back([&, p, tx = tx]() mutable {
         start.arrive_and_wait();
-        for (std::uint64_t s = 0; s < per_producer; ++s) {
-          auto const id = p * per_producer + s;
-          auto r = tx.send(fated(id, &fates));
-          if (!r) {
-            if (r.status != send_status::closed || !r.value || r.value->id() != id) {
-              std::fprintf(stderr, "a failed send did not hand its value back\n");
-              std::abort();
-            }
-            handed_back[id].fetch_add(1, std::memory_order_relaxed);
-          }
-        }
+        ledger.produce(tx, p);
       });
     }
     { auto gone = std::move(tx); }
   }
   std::uint64_t bad = 0;
-  for (std::size_t id = 0; id < fates.size(); ++id) {
-    bad += fates[id].load() == 1 ? 0 : 1;
+  for (std::size_t id = 0; id < ledger.fates.size(); ++id) {
+    bad += ledger.fates[id].load() == 1 ? 0 : 1;
   }
   EXPECT_EQ(bad, 0U) << "a value was lost or destroyed twice";
 }

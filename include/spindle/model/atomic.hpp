@@ -57,12 +57,14 @@ inline auto enter_serialising(char const* what, void const* addr) -> execution* 
   return ex;
 }
 
+/// Order as data: the failure order of a compare-exchange given one order, derived as
+/// std::atomic does: a failed compare-exchange only loads, so it keeps no release half.
 inline auto failure_order(std::memory_order o) noexcept -> std::memory_order {
-  if (o == std::memory_order_acq_rel) {
-    return std::memory_order_acquire;
+  if (o == std::memory_order_acq_rel) {  // order as data: acq_rel fails as acquire
+    return std::memory_order_acquire;    // order as data: the load half of acq_rel
   }
-  if (o == std::memory_order_release) {
-    return std::memory_order_relaxed;
+  if (o == std::memory_order_release) {  // order as data: release fails as relaxed
+    return std::memory_order_relaxed;    // order as data: release has no load half
   }
   return o;
 }
@@ -89,6 +91,8 @@ class atomic {
     }
   }
 
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_load(), which joins the clock of the release store it reads from if it acquires.
   [[nodiscard]] auto load(std::memory_order order = std::memory_order_seq_cst) const noexcept -> T {
     auto* ex = impl::enter("load", this);
     T v = value_;
@@ -106,9 +110,12 @@ class atomic {
     return v;
   }
 
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_store() or buffer_store(), which leave the clock a later acquire load joins.
   void store(T desired, std::memory_order order = std::memory_order_seq_cst) noexcept {
     auto* ex = impl::enter("store", this);
     if (ex != nullptr && ex->buffering()) {
+      // order as data: a seq_cst store drains the buffer (x86 xchg); any other store waits in it.
       if (order != std::memory_order_seq_cst) {
         ex->buffer_store(impl::current_thread, loc_, order, &value_, this, sizeof(T),
                          impl::bits_of(desired));
@@ -122,6 +129,8 @@ class atomic {
     }
   }
 
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto exchange(T desired, std::memory_order order = std::memory_order_seq_cst) noexcept -> T {
     auto* ex = impl::enter_serialising("exchange", this);
     T const old = value_;
@@ -132,6 +141,8 @@ class atomic {
     return old;
   }
 
+  // Orders as data: the caller's success order goes to after_rmw(), its failure order to
+  // after_load() (a failed compare-exchange only loads).
   auto compare_exchange_strong(T& expected, T desired, std::memory_order success,
                                std::memory_order failure) noexcept -> bool {
     auto* ex = impl::enter_serialising("compare_exchange", this);
@@ -150,45 +161,62 @@ class atomic {
     }
     return false;
   }
+  // Order as data: one order for both outcomes, the failure order derived by failure_order().
   auto compare_exchange_strong(T& expected, T desired,
                                std::memory_order order = std::memory_order_seq_cst) noexcept
       -> bool {
     return compare_exchange_strong(expected, desired, order, impl::failure_order(order));
   }
   /// Never fails spuriously in the model (see the limitations in scheduler.hpp).
+  /// Orders as data: forwarded to compare_exchange_strong().
   auto compare_exchange_weak(T& expected, T desired, std::memory_order success,
                              std::memory_order failure) noexcept -> bool {
     return compare_exchange_strong(expected, desired, success, failure);
   }
+  // Order as data: one order for both outcomes, the failure order derived by failure_order().
   auto compare_exchange_weak(T& expected, T desired,
                              std::memory_order order = std::memory_order_seq_cst) noexcept -> bool {
     return compare_exchange_strong(expected, desired, order, impl::failure_order(order));
   }
 
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_add(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires impl::integral_word<T> {
     return rmw("fetch_add", order, [arg](T v) { return wrap(v, arg, true); });
   }
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_sub(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires impl::integral_word<T> {
     return rmw("fetch_sub", order, [arg](T v) { return wrap(v, arg, false); });
   }
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_and(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires impl::integral_word<T> {
     return rmw("fetch_and", order, [arg](T v) { return static_cast<T>(v & arg); });
   }
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_or(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires impl::integral_word<T> {
     return rmw("fetch_or", order, [arg](T v) { return static_cast<T>(v | arg); });
   }
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_xor(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires impl::integral_word<T> {
     return rmw("fetch_xor", order, [arg](T v) { return static_cast<T>(v ^ arg); });
   }
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_add(std::ptrdiff_t arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires std::is_pointer_v<T> {
     return rmw("fetch_add", order, [arg](T v) { return v + arg; });
   }
+  // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
+  // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_sub(std::ptrdiff_t arg, std::memory_order order = std::memory_order_seq_cst) noexcept
       -> T requires std::is_pointer_v<T> {
     return rmw("fetch_sub", order, [arg](T v) { return v - arg; });
@@ -206,6 +234,8 @@ class atomic {
     return static_cast<T>(add ? static_cast<U>(ua + ub) : static_cast<U>(ua - ub));
   }
 
+  // Order as data: the order of the public read-modify-write that calls this, forwarded to
+  // after_rmw().
   template <class Fn>
   auto rmw(char const* what, std::memory_order order, Fn fn) noexcept -> T {
     auto* ex = impl::enter_serialising(what, this);
