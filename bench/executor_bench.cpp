@@ -19,8 +19,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -28,6 +26,8 @@
 #include <memory>
 #include <thread>
 #include <vector>
+
+#include "../tools/spindle-bench/executor_workloads.hpp"
 
 #if defined(SPINDLE_HAVE_TBB)
 #include <oneapi/tbb/parallel_for.h>
@@ -58,40 +58,16 @@ auto shared_arena() -> tbb::task_arena& {
 }
 #endif
 
-auto fib_serial(int n) -> std::uint64_t {
-  return n < 2 ? static_cast<std::uint64_t>(n) : fib_serial(n - 1) + fib_serial(n - 2);
-}
-
-auto fib_join(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  auto [a, b] = spindle::join(
-      ex, [&] { return fib_join(ex, n - 1); }, [&] { return fib_join(ex, n - 2); });
-  return a + b;
-}
-
-auto fib_join_cutoff(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 20) {
-    return fib_serial(n);
-  }
-  auto [a, b] = spindle::join(
-      ex, [&] { return fib_join_cutoff(ex, n - 1); }, [&] { return fib_join_cutoff(ex, n - 2); });
-  return a + b;
-}
-
-auto fib_group(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-  spindle::task_group g{ex};
-  g.spawn([&] { a = fib_group(ex, n - 1); });
-  b = fib_group(ex, n - 2);
-  g.wait();
-  return a + b;
-}
+using spindle_bench::fib_group;
+using spindle_bench::fib_join;
+using spindle_bench::fib_join_cutoff;
+using spindle_bench::fib_serial;
+#if defined(SPINDLE_HAVE_TBB)
+using spindle_bench::fib_tbb;
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+using spindle_bench::fib_omp_task;
+#endif
 
 template <class Fn>
 void fib_bench(benchmark::State& state, Fn&& fn) {
@@ -127,19 +103,6 @@ void BM_FibSpindleTaskGroup(benchmark::State& state) {
 }
 
 #if defined(SPINDLE_HAVE_TBB)
-auto fib_tbb(int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-  tbb::task_group g;
-  g.run([&] { a = fib_tbb(n - 1); });
-  b = fib_tbb(n - 2);
-  g.wait();
-  return a + b;
-}
-
 void BM_FibTbbTaskGroup(benchmark::State& state) {
   fib_bench(state, [] {
     std::uint64_t v = 0;
@@ -150,19 +113,6 @@ void BM_FibTbbTaskGroup(benchmark::State& state) {
 #endif
 
 #if defined(SPINDLE_HAVE_OPENMP)
-auto fib_omp_task(int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-#pragma omp task shared(a)
-  a = fib_omp_task(n - 1);
-  b = fib_omp_task(n - 2);
-#pragma omp taskwait
-  return a + b;
-}
-
 void BM_FibOpenMpTask(benchmark::State& state) {
   fib_bench(state, [] {
     std::uint64_t v = 0;
@@ -313,12 +263,7 @@ void BM_ForOpenMp(benchmark::State& state) {
 // CPU milliseconds the whole process burns while an executor of 2 workers sits idle for
 // 200 ms (reported as a counter; the target is well under 1 ms per 2 s).
 void BM_IdleExecutorCpu(benchmark::State& state) {
-  auto cpu_ms = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return (static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3) +
-           (static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3);
-  };
+  auto const cpu_ms = spindle_bench::process_cpu_ms;
   double burned = 0;
   for (auto _ : state) {
     spindle::executor ex{2};

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "../tools/spindle-bench/executor_workloads.hpp"
+
 namespace {
 
 #if defined(SPINDLE_TSAN)
@@ -25,18 +27,8 @@ constexpr int scale = 10;
 constexpr int scale = 1;
 #endif
 
-auto fib_serial(int n) -> std::uint64_t {
-  return n < 2 ? static_cast<std::uint64_t>(n) : fib_serial(n - 1) + fib_serial(n - 2);
-}
-
-auto fib_join(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  auto [a, b] = spindle::join(
-      ex, [&] { return fib_join(ex, n - 1); }, [&] { return fib_join(ex, n - 2); });
-  return a + b;
-}
+using spindle_bench::fib_join;
+using spindle_bench::fib_serial;
 
 }  // namespace
 
@@ -319,27 +311,28 @@ TEST(Executor, WorkerThreadIsRecognised) {
 // run within a bounded wait. Repeated, so a race in the parking protocol shows up as a hang.
 TEST(Executor, TaskSubmittedWhileAllWorkersParkRunsPromptly) {
   spindle::executor ex{3};
+  auto parked = [&] {
+    std::uint64_t p = 0;
+    for (auto const& s : ex.stats()) {
+      p += s.times_parked;
+    }
+    return p;
+  };
   int const rounds = 300 / scale;
   for (int round = 0; round < rounds; ++round) {
-    if (round % 3 == 0) {
-      // Wait until every worker has parked at least once more than before.
-      auto parked = [&] {
-        std::uint64_t p = 0;
-        for (auto const& s : ex.stats()) {
-          p += s.times_parked;
-        }
-        return p;
-      };
-      auto const before = parked();
-      auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (parked() < before + 1 && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::yield();
-      }
-    }
+    auto const before = parked();
     std::promise<void> ran;
     ex.post([&] { ran.set_value(); });
     ASSERT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready)
         << "task not run after all workers went idle, round " << round;
+    if (round % 3 == 0) {
+      // The worker that ran the task parks again once it finds nothing more (it counts the
+      // park before sleeping): then every worker sleeps when the next round posts.
+      auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (parked() <= before && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
   }
 }
 
@@ -382,4 +375,117 @@ TEST(Executor, ManyOutsideThreadsSpawnConcurrently) {
     t.join();
   }
   EXPECT_EQ(sum.load(), std::int64_t{threads} * per * (per - 1) / 2);
+}
+
+// An outside caller of join takes a guest slot: it runs the first side itself (the work starts
+// without waiting for a sleeping worker) but is still not one of the executor's workers.
+TEST(Executor, JoinFromOutsideRunsTheFirstSideOnTheCaller) {
+  spindle::executor ex{2};
+  auto const caller = std::this_thread::get_id();
+  auto [on_caller, worker_flag] = spindle::join(
+      ex, [&] { return std::this_thread::get_id() == caller; },
+      [&] { return ex.is_worker_thread() || std::this_thread::get_id() == caller; });
+  EXPECT_TRUE(on_caller);
+  EXPECT_TRUE(worker_flag);
+  EXPECT_FALSE(ex.is_worker_thread());
+}
+
+// More outside callers than guest slots: the callers that find no free slot inject their root
+// and sleep; every join still returns the right results.
+TEST(Executor, MoreOutsideJoinersThanGuestSlots) {
+  spindle::executor ex{2};
+  constexpr int threads = 5;
+  std::latch start(threads);
+  std::atomic<std::uint64_t> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      start.arrive_and_wait();
+      for (int i = 0; i < 50 / scale + 1; ++i) {
+        if (fib_join(ex, 12) != fib_serial(12)) {
+          wrong.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  for (auto& t : ts) {
+    t.join();
+  }
+  EXPECT_EQ(wrong.load(), 0U);
+}
+
+// A task spawned (and not joined) by the side of an outside join that runs on the caller stays
+// in the guest slot's deque when the caller returns; a worker must steal and run it.
+TEST(Executor, TaskLeftInAGuestSlotRuns) {
+  spindle::executor ex{2};
+  int const rounds = 200 / scale;
+  for (int round = 0; round < rounds; ++round) {
+    std::promise<void> ran;
+    static_cast<void>(spindle::join(
+        ex, [&] { ex.post([&] { ran.set_value(); }); }, [] {}));
+    ASSERT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready)
+        << "round " << round;
+  }
+}
+
+// shutdown() from another thread while an outside join is running on a guest slot: the join's
+// work and a task it spawns after shutdown began are accepted and run exactly once, and
+// shutdown() returns once the guest has left.
+TEST(Executor, ShutdownWaitsForAnOutsideJoin) {
+  for (int round = 0; round < 20; ++round) {
+    spindle::executor ex{2};
+    std::latch started(1);
+    std::latch go(1);
+    std::atomic<int> sides{0};
+    std::atomic<int> spawned{0};
+    std::thread joiner([&] {
+      static_cast<void>(spindle::join(
+          ex,
+          [&] {
+            started.count_down();
+            go.wait();
+            // Accepted: this thread holds a guest slot, so the workers cannot have terminated.
+            ex.post([&] { spawned.fetch_add(1, std::memory_order_relaxed); });
+            sides.fetch_add(1, std::memory_order_relaxed);
+          },
+          [&] { sides.fetch_add(1, std::memory_order_relaxed); }));
+    });
+    started.wait();
+    std::thread stopper([&] { ex.shutdown(); });
+    // Wait until shutdown has begun: an outside post is then refused.
+    int refused = 0;
+    int accepted = 0;
+    while (refused == 0) {
+      try {
+        ex.post([&] { spawned.fetch_add(1, std::memory_order_relaxed); });
+        ++accepted;
+      } catch (std::logic_error const&) {
+        ++refused;
+      }
+    }
+    go.count_down();
+    joiner.join();
+    stopper.join();
+    EXPECT_EQ(sides.load(), 2);
+    EXPECT_EQ(spawned.load(), accepted + 1);
+  }
+}
+
+TEST(Executor, ShutdownInsideAnOutsideJoinThrowsLogicError) {
+  // The caller holds a guest slot while it runs the join: shutting down from there could never
+  // finish (the workers wait for the guest to leave), so it throws.
+  spindle::executor ex{2};
+  auto [threw, unused] = spindle::join(
+      ex,
+      [&] {
+        try {
+          ex.shutdown();
+        } catch (std::logic_error const&) {
+          return true;
+        }
+        return false;
+      },
+      [] {});
+  static_cast<void>(unused);
+  EXPECT_TRUE(threw);
 }

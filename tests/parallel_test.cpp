@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -123,4 +125,41 @@ TEST(Parallel, AfterShutdownThrowsFromOutside) {
   spindle::executor ex{1};
   ex.shutdown();
   EXPECT_THROW(spindle::parallel_for(ex, 0, 10, [](int) {}), std::logic_error);
+}
+
+TEST(Parallel, OutsideCallerTakesPart) {
+  // From outside the workers, the caller takes a guest slot and runs part of the loop itself.
+  spindle::executor ex{2};
+  auto const caller = std::this_thread::get_id();
+  std::atomic<int> by_caller{0};
+  std::atomic<int> total{0};
+  spindle::parallel_for(ex, 0, 100000, [&](int) {
+    total.fetch_add(1, std::memory_order_relaxed);
+    if (std::this_thread::get_id() == caller) {
+      by_caller.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  EXPECT_EQ(total.load(), 100000);
+  EXPECT_GT(by_caller.load(), 0);
+}
+
+TEST(Parallel, ManyOutsideCallersAtOnce) {
+  // More concurrent outside callers than guest slots: some run as guests, the others inject
+  // their loop and sleep. Every index of every loop is touched exactly once.
+  spindle::executor ex{2};
+  constexpr int threads = 5;
+  std::vector<std::vector<int>> hits(threads, std::vector<int>(big / 10, 0));
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&ex, &hits, t] {
+      auto& h = hits[static_cast<std::size_t>(t)];
+      spindle::parallel_for(ex, std::size_t{0}, h.size(), [&h](std::size_t i) { ++h[i]; });
+    });
+  }
+  for (auto& t : ts) {
+    t.join();
+  }
+  for (auto const& h : hits) {
+    EXPECT_EQ(std::count(h.begin(), h.end(), 1), static_cast<std::ptrdiff_t>(h.size()));
+  }
 }

@@ -19,7 +19,7 @@
 //
 // Thread safety: every member function may be called from any thread, including the
 // executor's own workers, except shutdown() (and the destructor), which must not run on one of
-// this executor's workers.
+// this executor's workers, nor inside a join, parallel_for or parallel_reduce on it.
 //
 // Progress: submission and stealing are lock-free on the deques; the injector and the sleeper
 // list take a short futex mutex. Waiting (join, join_handle::join) blocks.
@@ -27,8 +27,10 @@
 // Happens-before: whatever a thread did before spawn(f)/post(f)/join(ex, f, g) is visible to
 // f when it runs; whatever f did is visible to whoever joins it.
 //
-// Memory: one heap node per spawn/post (the callable and result live in it); join,
-// parallel_for and parallel_reduce allocate nothing per task. Deques grow on demand.
+// Memory: one node per spawn/post (the callable and result live in it), from a per-thread
+// pool when it fits in detail::pool_payload bytes (detail/task_pool.hpp), else from operator
+// new; join, parallel_for and parallel_reduce allocate nothing per task. Deques grow on
+// demand.
 //
 // Shutdown: the destructor and shutdown() finish every accepted task, including the tasks
 // those tasks spawn, then join the threads. Afterwards spawn/post from outside throw
@@ -79,17 +81,19 @@ class executor {
 
   /// Runs `fn` on a worker and returns a handle to its result.
   ///
-  /// Thread safety: any thread. From a worker of this executor the task goes to that worker's
-  /// deque (and is still accepted during shutdown); from any other thread, to the injector.
+  /// Thread safety: any thread. From a worker of this executor, or from a thread inside a
+  /// join/parallel_for/parallel_reduce of this executor that holds a guest slot (see
+  /// detail::run_as_root), the task goes to that thread's deque (and is still accepted during
+  /// shutdown); from any other thread, to the injector.
   /// Throws: std::logic_error after shutdown() began, from a thread that is not one of this
-  /// executor's workers (fn is not run); std::bad_alloc; whatever moving fn throws.
+  /// executor's workers or guests (fn is not run); std::bad_alloc; whatever moving fn throws.
   /// Returns: join_handle<task_result_t<Fn>>. (Spelled `auto` so that a callable that is not
   /// a task_callable is rejected by the concept, with its name in the diagnostic, rather than
   /// by a substitution failure in the return type.)
   template <task_callable Fn>
   auto spawn(Fn&& fn) {
     using node = detail::spawned_task<std::decay_t<Fn>, task_result_t<Fn>>;
-    auto owned = std::make_unique<node>(std::decay_t<Fn>(std::forward<Fn>(fn)));
+    detail::node_ptr<node> owned(detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn))));
     core_->submit(owned.get());
     return join_handle<task_result_t<Fn>>(core_.get(), owned.release());
   }
@@ -101,8 +105,8 @@ class executor {
   template <task_callable Fn>
   void post(Fn&& fn) {
     using node = detail::posted_task<std::decay_t<Fn>>;
-    auto owned = std::make_unique<node>(std::decay_t<Fn>(std::forward<Fn>(fn)),
-                                        &detail::executor_core::report_thunk, core_.get());
+    detail::node_ptr<node> owned(detail::new_node<node>(
+        std::decay_t<Fn>(std::forward<Fn>(fn)), &detail::executor_core::report_thunk, core_.get()));
     core_->submit(owned.get());
     static_cast<void>(owned.release());
   }
@@ -120,13 +124,16 @@ class executor {
   [[nodiscard]] auto size() const noexcept -> std::size_t { return core_->worker_count(); }
 
   /// Whether the calling thread is one of this executor's workers.
-  [[nodiscard]] auto is_worker_thread() const noexcept -> bool { return core_->local() != nullptr; }
+  [[nodiscard]] auto is_worker_thread() const noexcept -> bool {
+    return core_->own_worker() != nullptr;
+  }
 
   /// Stops accepting tasks from outside, finishes every accepted task (and the tasks they
   /// spawn), then joins the workers. Idempotent.
   ///
   /// Throws: std::logic_error when called from one of this executor's workers (a worker
-  /// cannot wait for itself to exit).
+  /// cannot wait for itself to exit), or from inside a join, parallel_for or parallel_reduce
+  /// of this executor (the caller then holds a guest slot, which keeps the workers running).
   void shutdown() { core_->shutdown(); }
 
   /// The engine, for task_group, join and parallel algorithms.
@@ -143,14 +150,28 @@ class executor {
 
 namespace detail {
 
-/// Runs `fn` as a root task on `core`'s workers from a thread that is not one of them, and
-/// waits for it. The job lives in this frame: no allocation.
-/// Throws: std::logic_error after shutdown; whatever fn throws.
 template <class Fn>
 using stored_result_t = typename result_slot<std::invoke_result_t<Fn&>>::stored;
 
+/// Runs `fn`, from a thread that is neither a worker nor a guest of `core`, as a root task
+/// and waits for it. When a guest slot is free the calling thread takes it and runs `fn`
+/// itself as if it were a worker (its joins push onto the slot's deque, where workers steal
+/// them, and it helps while it waits), so the work starts at once instead of after a
+/// sleeping worker wakes. Otherwise the job goes to the injector and the caller sleeps. The
+/// job lives in this frame either way: no allocation.
+/// Throws: std::logic_error after shutdown; whatever fn throws.
 template <class Fn>
 auto run_as_root(executor_core& core, Fn& fn) -> stored_result_t<Fn> {
+  if (worker_ctx* const g = core.enter_guest()) {
+    struct leave_guard {
+      executor_core& core;
+      worker_ctx& g;
+      ~leave_guard() { core.leave_guest(g); }
+    } const guard{core, *g};
+    result_slot<std::invoke_result_t<Fn&>> r;
+    r.run(fn);
+    return r.take();
+  }
   stack_job<Fn, std::invoke_result_t<Fn&>> job(fn, &core.outside_parker());
   core.submit(&job);
   core.wait(job.done);
@@ -190,7 +211,9 @@ auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
 /// result is returned as spindle::void_result{}. The calling worker runs `a` itself and, if no
 /// idle worker stole `b` meanwhile, runs `b` too: forking costs a deque push and pop, with no
 /// allocation (`b` waits in this stack frame). Called from a thread that is not one of `ex`'s
-/// workers, the whole join is injected as one task and the caller sleeps until it is done.
+/// workers, the caller takes a free guest slot of `ex` and joins as a worker would (see
+/// detail::run_as_root); if none is free, the whole join is injected as one task and the
+/// caller sleeps until it is done.
 ///
 /// If `a` throws, `b` still completes before the exception propagates (b may be running on
 /// another worker with references into this frame); if both throw, `a`'s exception wins.

@@ -11,9 +11,11 @@
 // Indices: an integer type or a random-access iterator. `f(i)` is called once for every i in
 // [first, last), in no particular order and possibly concurrently.
 //
-// From a thread that is not one of the executor's workers, the whole loop is injected as one
-// task and the caller sleeps until it is done; from a worker, it runs in place and the worker
-// helps while it waits. No allocation either way.
+// From a worker, the loop runs in place and the worker helps while it waits. From any other
+// thread, the caller takes one of the executor's guest slots and does the same (its halves
+// are stolen from the slot's deque by the workers it wakes), so the loop starts at once
+// instead of after a sleeping worker wakes; with every slot taken, the whole loop is injected
+// as one task and the caller sleeps (detail::run_as_root). No allocation either way.
 //
 // Exceptions: if f (or map/reduce) throws, the remaining work of that branch is skipped, the
 // other branches still finish, and one of the exceptions propagates to the caller.

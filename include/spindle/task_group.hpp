@@ -71,8 +71,8 @@ class task_group {
       finish();
     };
     using node = detail::posted_task<decltype(body)>;
-    auto owned =
-        std::make_unique<node>(std::move(body), &detail::executor_core::report_thunk, &ex_.core());
+    detail::node_ptr<node> owned(
+        detail::new_node<node>(std::move(body), &detail::executor_core::report_thunk, &ex_.core()));
     // relaxed: the task is published by the queue push below; the count only has to be
     // raised before the task can finish, which program order guarantees.
     pending_.fetch_add(1, std::memory_order_relaxed);

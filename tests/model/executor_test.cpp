@@ -5,7 +5,9 @@
 // for it never wakes; a task run twice or never fails a count; a missing happens-before edge
 // between a task and whoever waits for it is reported by the race detector through
 // model::plain. A livelock (shutdown waking a worker that re-parks, for ever) exceeds the step
-// limit. Each scenario also runs with x86-TSO store buffers. On TSO the (N1)/(P1) fences sit
+// limit. An outside join runs on a guest slot (executor_core.hpp, "Guests"): the model covers a
+// guest leaving a task in its deque and a guest racing shutdown ((G1)/(G2)).
+// Each scenario also runs with x86-TSO store buffers. On TSO the (N1)/(P1) fences sit
 // next to locked read-modify-writes (the injector's and idle set's mutexes), which already
 // drain the buffer, so their absence would only show on a weaker memory model than the
 // scheduler executes; a missing wake, or a re-check that misses work, is caught.
@@ -206,5 +208,65 @@ TEST(ModelExecutor, TaskGroupWaitInsideAWorker) {
       return a.get() + b.get();
     });
     model::check(h.join() == 2, "the group's tasks did not run exactly once each");
+  });
+}
+
+TEST(ModelExecutor, GuestLeavesATaskBehind) {
+  // An outside join runs on a guest slot; its first side posts a task (into the slot's deque)
+  // and does not wait for it. The caller then waits on a parker of its own: the task must be
+  // stolen by a worker after the guest left, or every thread sleeps (a deadlock).
+  explore_all("guest leaves a task in its deque", 91, 500, [] {
+    model::plain<int> ran;
+    parker done;
+    {
+      executor ex(1);
+      static_cast<void>(spindle::join(
+          ex,
+          [&ex, &ran, &done] {
+            ex.post([&ran, &done] {
+              ran.set(ran.get() + 1);
+              done.unpark();
+            });
+          },
+          [] {}));
+      done.park();
+      model::check(ran.get() == 1, "the task left by the guest did not run");
+    }
+    model::check(ran.get() == 1, "the task left by the guest did not run exactly once");
+  });
+}
+
+TEST(ModelExecutor, OutsideJoinRacesShutdown) {
+  // An outside thread joins (taking a guest slot unless shutdown began first) while the main
+  // thread shuts the executor down. Either the join is refused (std::logic_error, nothing
+  // runs) or both sides and the task the first side posts run exactly once; shutdown() must
+  // return (a guest that leaves after the workers went idle wakes them to terminate).
+  explore_all("outside join races shutdown", 101, 500, [] {
+    model::plain<int> sides;
+    model::plain<int> posted;
+    model::plain<int> accepted;
+    {
+      executor ex(1);
+      model::thread outsider([&ex, &sides, &posted, &accepted] {
+        try {
+          static_cast<void>(spindle::join(
+              ex,
+              [&ex, &sides, &posted] {
+                sides.set(sides.get() + 1);
+                ex.post([&posted] { posted.set(posted.get() + 1); });
+              },
+              [] {}));
+          accepted.set(1);
+        } catch (std::logic_error const&) {
+          accepted.set(0);
+        }
+      });
+      ex.shutdown();
+      outsider.join();
+    }
+    model::check(sides.get() == accepted.get(),
+                 "the join's first side ran a wrong number of times");
+    model::check(posted.get() == accepted.get(),
+                 "the task posted by a guest was lost or run twice");
   });
 }

@@ -15,17 +15,17 @@
 // when it is wrong.
 
 #include "bench_common.hpp"
+#include "executor_workloads.hpp"
 
 #include <spindle/executor.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/task_group.hpp>
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <latch>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,7 +42,17 @@
 namespace {
 
 using spindle_bench::clock;
+using spindle_bench::fib_group;
+using spindle_bench::fib_join;
+using spindle_bench::fib_join_cutoff;
+using spindle_bench::fib_serial;
 using spindle_bench::row;
+#if defined(SPINDLE_HAVE_TBB)
+using spindle_bench::fib_tbb;
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+using spindle_bench::fib_omp;
+#endif
 
 template <class Fn>
 auto time_ms(Fn&& fn) -> double {
@@ -50,79 +60,6 @@ auto time_ms(Fn&& fn) -> double {
   fn();
   return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 }
-
-auto fib_serial(int n) -> std::uint64_t {
-  return n < 2 ? static_cast<std::uint64_t>(n) : fib_serial(n - 1) + fib_serial(n - 2);
-}
-
-auto fib_join(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  auto [a, b] = spindle::join(
-      ex, [&] { return fib_join(ex, n - 1); }, [&] { return fib_join(ex, n - 2); });
-  return a + b;
-}
-
-auto fib_join_cutoff(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 20) {
-    return fib_serial(n);
-  }
-  auto [a, b] = spindle::join(
-      ex, [&] { return fib_join_cutoff(ex, n - 1); }, [&] { return fib_join_cutoff(ex, n - 2); });
-  return a + b;
-}
-
-auto fib_group(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-  spindle::task_group g{ex};
-  g.spawn([&] { a = fib_group(ex, n - 1); });
-  b = fib_group(ex, n - 2);
-  g.wait();
-  return a + b;
-}
-
-#if defined(SPINDLE_HAVE_TBB)
-auto fib_tbb(int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-  tbb::task_group g;
-  g.run([&] { a = fib_tbb(n - 1); });
-  b = fib_tbb(n - 2);
-  g.wait();
-  return a + b;
-}
-#endif
-
-#if defined(SPINDLE_HAVE_OPENMP)
-auto fib_omp_task(int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t a = 0;
-  std::uint64_t b = 0;
-#pragma omp task shared(a)
-  a = fib_omp_task(n - 1);
-  b = fib_omp_task(n - 2);
-#pragma omp taskwait
-  return a + b;
-}
-
-auto fib_omp(int n, int threads) -> std::uint64_t {
-  std::uint64_t r = 0;
-#pragma omp parallel num_threads(threads)
-#pragma omp single
-  r = fib_omp_task(n);
-  return r;
-}
-#endif
 
 void check(bool ok, std::string const& what) {
   if (!ok) {
@@ -140,6 +77,9 @@ auto run_executor(std::span<char const* const> args) -> int {
   auto const tasks = static_cast<std::size_t>(opt.get_int("tasks", 1'000'000));
   auto const elems = static_cast<std::size_t>(opt.get_int("elements", 10'000'000));
   bool const skip_slow = opt.flag("quick");
+  // --only idle,fib,spawn,for: run only the named scenarios (default: all of them).
+  std::string const only = opt.get_string("only", "idle,fib,spawn,for");
+  auto const want = [&only](char const* name) { return only.find(name) != std::string::npos; };
 
   spindle::executor ex{workers};
 #if defined(SPINDLE_HAVE_TBB)
@@ -154,13 +94,8 @@ auto run_executor(std::span<char const* const> args) -> int {
            "CPU time of the whole process over 2 s idle (measured first, before any peer starts "
            "threads)",
            {}};
-  auto cpu_ms = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return (static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3) +
-           (static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3);
-  };
-  int const idle_runs = skip_slow ? 1 : (runs < 3 ? runs : 3);
+  auto const cpu_ms = spindle_bench::process_cpu_ms;
+  int const idle_runs = !want("idle") ? 0 : skip_slow ? 1 : (runs < 3 ? runs : 3);
   for (int r = 0; r < idle_runs; ++r) {
     spindle::executor two{2};
     two.spawn([] {}).join();
@@ -169,8 +104,10 @@ auto run_executor(std::span<char const* const> args) -> int {
     std::this_thread::sleep_for(std::chrono::seconds(2));
     idle.sample.push_back(cpu_ms() - before);
   }
-  spindle_bench::print_table("executor: idle CPU over 2 s", "ms CPU", false, {idle},
-                             "spindle executor{2}", json);
+  if (idle_runs > 0) {
+    spindle_bench::print_table("executor: idle CPU over 2 s", "ms CPU", false, {idle},
+                               "spindle executor{2}", json);
+  }
   // ---- fib ----
   std::uint64_t const fib_expected = fib_serial(fib_n);
   row f_join{"spindle join", "fork at every call, no allocation", {}};
@@ -179,7 +116,8 @@ auto run_executor(std::span<char const* const> args) -> int {
   row f_serial{"serial", "the floor", {}};
   row f_tbb{"oneTBB task_group", "fork at every call", {}};
   row f_omp{"OpenMP task", "fork at every call (at most 3 runs)", {}};
-  for (int r = 0; r < runs; ++r) {
+  int const fib_runs = want("fib") ? runs : 0;
+  for (int r = 0; r < fib_runs; ++r) {
     std::uint64_t v = 0;
     f_join.sample.push_back(time_ms([&] { v = fib_join(ex, fib_n); }));
     check(v == fib_expected, "spindle join fib");
@@ -208,9 +146,11 @@ auto run_executor(std::span<char const* const> args) -> int {
   if (!f_omp.sample.empty()) {
     fib_rows.push_back(f_omp);
   }
-  spindle_bench::print_table(
-      "executor: fib(" + std::to_string(fib_n) + ") with " + std::to_string(workers) + " workers",
-      "ms", false, fib_rows, "spindle join", json);
+  if (fib_runs > 0) {
+    spindle_bench::print_table(
+        "executor: fib(" + std::to_string(fib_n) + ") with " + std::to_string(workers) + " workers",
+        "ms", false, fib_rows, "spindle join", json);
+  }
 
   // ---- spawn throughput from one outside thread ----
   row s_post{"spindle post", "count down a latch per task", {}};
@@ -219,7 +159,8 @@ auto run_executor(std::span<char const* const> args) -> int {
   row s_tbb{"oneTBB task_group run", "run + wait, from outside the arena", {}};
   row s_tbb_enq{"oneTBB arena enqueue", "count down a latch per task", {}};
   auto const per_s = [&](double ms) { return static_cast<double>(tasks) / ms / 1e3; };
-  for (int r = 0; r < runs; ++r) {
+  int const spawn_runs = want("spawn") ? runs : 0;
+  for (int r = 0; r < spawn_runs; ++r) {
     {
       std::latch left(static_cast<std::ptrdiff_t>(tasks));
       s_post.sample.push_back(per_s(time_ms([&] {
@@ -280,12 +221,15 @@ auto run_executor(std::span<char const* const> args) -> int {
   spawn_rows.push_back(s_tbb);
   spawn_rows.push_back(s_tbb_enq);
 #endif
-  spindle_bench::print_table(
-      "executor: " + std::to_string(tasks) + " empty tasks from one outside thread", "M tasks/s",
-      true, spawn_rows, "spindle post", json);
+  if (spawn_runs > 0) {
+    spindle_bench::print_table(
+        "executor: " + std::to_string(tasks) + " empty tasks from one outside thread", "M tasks/s",
+        true, spawn_rows, "spindle post", json);
+  }
 
   // ---- parallel_for ----
-  std::vector<std::uint32_t> data(elems);
+  int const for_runs = want("for") ? runs : 0;
+  std::vector<std::uint32_t> data(for_runs > 0 ? elems : 0);
   std::uint64_t expected_sum = 0;
   auto reset = [&] {
     for (std::size_t i = 0; i < elems; ++i) {
@@ -308,7 +252,7 @@ auto run_executor(std::span<char const* const> args) -> int {
   row p_serial{"serial", "the same loop", {}};
   row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
   row p_omp{"OpenMP parallel for", "schedule(static)", {}};
-  for (int r = 0; r < runs; ++r) {
+  for (int r = 0; r < for_runs; ++r) {
     reset();
     p_serial.sample.push_back(time_ms([&] {
       for (std::size_t i = 0; i < elems; ++i) {
@@ -357,8 +301,10 @@ auto run_executor(std::span<char const* const> args) -> int {
 #if defined(SPINDLE_HAVE_OPENMP)
   for_rows.push_back(p_omp);
 #endif
-  spindle_bench::print_table("executor: parallel_for over " + std::to_string(elems) + " elements",
-                             "ms", false, for_rows, "spindle parallel_for", json);
+  if (for_runs > 0) {
+    spindle_bench::print_table("executor: parallel_for over " + std::to_string(elems) + " elements",
+                               "ms", false, for_rows, "spindle parallel_for", json);
+  }
 
   return 0;
 }
@@ -366,7 +312,7 @@ auto run_executor(std::span<char const* const> args) -> int {
 spindle_bench::registrar const executor_cmd{
     {"executor",
      "work-stealing executor vs oneTBB and OpenMP: fib(30), 1M spawns, parallel_for, idle CPU "
-     "[--runs R] [--json] [--workers N] [--quick]",
+     "[--runs R] [--json] [--workers N] [--quick] [--only idle,fib,spawn,for]",
      run_executor}};
 
 }  // namespace

@@ -21,11 +21,33 @@
 // workers exit. No accepted task is dropped: each sits in a queue or is running, and either
 // keeps some worker out of the idle state.
 //
-// Allocation was profiled for the one-outside-producer case (perf, 1,000,000 posts): malloc and
-// free are about a fifth of the samples, the rest is the injector and running the tasks. A
-// per-thread node cache does not help that case (nodes are allocated by the producer and freed
-// by the workers), and one that returns nodes to their allocating thread needs a lifetime
-// protocol for threads that exit with nodes outstanding; it was left out.
+// Guests: a thread that is not a worker and calls join, parallel_for or parallel_reduce
+// (detail::run_as_root) borrows one of `guest_slots` extra contexts, each with a deque that the
+// workers steal from, and runs the root task itself as a worker would, instead of injecting it
+// and sleeping until a parked worker wakes (a futex wake costs 50-200 us on the 2-core VM the
+// benchmarks ran on, against a 1 ms parallel_for). oneTBB's task_arena::execute makes the
+// caller occupy an arena slot the same way. A guest:
+// - pushes its join jobs, and tasks it spawns, onto its own deque (with (N1) for spawns, as a
+//   worker does), takes one task at a time when it steals (never a batch, so its deque holds
+//   only what it pushed), never takes from the injector, and is not counted by the idle set;
+//   while waiting it helps, spins briefly, then sleeps on the slot's parker.
+// - blocks termination while it is in its slot: (G1) it counts itself in `guests_` (seq_cst)
+//   before reading `stopping_`, and backs out to the injector path if shutdown began;
+//   try_terminate() reads `guests_` after `stopping_`. (G2) on leaving it uncounts itself, then
+//   reads `stopping_` and, if set, wakes the idle workers so the last one re-runs the
+//   termination check. A task a guest spawned and did not join stays in the slot's deque,
+//   which work_visible() and steal() cover like any worker's deque.
+//
+// Allocation (profiled with perf record on a Release build: one outside thread posting
+// 1,000,000 empty tasks to 2 workers). Before: malloc and free were a fifth to a third of
+// the samples (it varied with the load on the machine), the workers' hottest instructions were the
+// injector's pointer walk (a cache miss per task while holding the lock), and the producer waited
+// for that lock. Chosen: the injector stores task pointers in recycled blocks
+// (detail/injector.hpp), and task records of up to pool_payload bytes come from per-thread pools
+// whose nodes other threads return with one CAS (detail/task_pool.hpp; a thread that exits with
+// nodes outstanding leaves its heap to the last of them). After: the injector walk is gone from the
+// profile; malloc and free remain for the records beyond a pool's limit in a burst (a
+// 1,000,000-task burst runs far past it) and for deque growth.
 //
 // Model checking (tests/model/executor_test.cpp): the workers start as `detail::os_thread`, a
 // model thread under SPINDLE_MODEL_CHECK, so the scheduler interleaves every step of the
@@ -43,6 +65,9 @@
 //   started_     worker threads running; set before they start (or lowered before shutdown
 //                when a thread failed to start).
 //   worker_ctx::counters  written by the owner (relaxed), read by stats() (relaxed).
+//   guests_      guests in their slots; seq_cst RMWs (G1)/(G2), read by try_terminate().
+//   worker_ctx::claimed  a guest slot's owner flag: acquire CAS to take it, release store to
+//                give it back (hands the slot's deque and parker from one guest to the next).
 
 #include <spindle/deque.hpp>
 #include <spindle/detail/atomic.hpp>
@@ -87,6 +112,20 @@ class executor_core;
 inline constexpr std::uint32_t injector_interval = 61;
 /// Most tasks a worker moves from the injector at once.
 inline constexpr std::size_t injector_batch = 32;
+/// Extra yields (each followed by a look at every queue) that a top-level worker spends after
+/// its backoff before it parks, once per stretch of idleness. With one outside producer and
+/// workers that empty the injector faster than it fills, workers otherwise parked between
+/// bursts and the producer paid a futex wake (a system call) every few tasks; a yield costs
+/// about a microsecond when nothing else wants the core, and gives the core away when
+/// something does. Zero under the model checker, whose schedules would only grow.
+#if defined(SPINDLE_MODEL_CHECK)
+inline constexpr std::uint32_t linger_yields = 0;
+#else
+inline constexpr std::uint32_t linger_yields = 64;
+#endif
+/// Slots in which threads that are not workers take part in the work they wait for (see
+/// "Guests" in the file comment).
+inline constexpr std::size_t guest_slots = 2;
 
 struct worker_counters {
   atomic<std::uint64_t> tasks_run{0};
@@ -100,9 +139,10 @@ struct worker_counters {
   }
 };
 
-/// What a worker thread owns.
+/// What a worker thread owns, or what a guest borrows while it takes part in its own root task.
 struct worker_ctx {
-  worker_ctx(executor_core* c, std::size_t i) : core(c), index(i), rng(0x9e3779b9U * (i + 1)) {}
+  worker_ctx(executor_core* c, std::size_t i, bool is_guest)
+      : core(c), index(i), rng(0x9e3779b9U * (i + 1)), guest(is_guest) {}
 
   executor_core* core;
   std::size_t index;
@@ -111,7 +151,14 @@ struct worker_ctx {
   std::uint32_t rng;
   bool searching = false;
   bool force_search = false;
+  bool guest;
+  // Guests only: the calling thread's current_worker before it entered the slot.
+  worker_ctx* previous = nullptr;
   cache_padded<worker_counters> counters;
+  // Guests only. INVARIANT: true while an outside thread owns the slot; the owner alone uses
+  // the deque's owner side and guest_parker (workers sleep on the idle set's parkers).
+  atomic<bool> claimed{false};
+  parker guest_parker;
 };
 
 /// The worker the calling thread is, or nullptr outside any executor's workers.
@@ -123,11 +170,11 @@ class executor_core {
 
   /// Throws: std::invalid_argument if workers == 0; std::system_error if a thread cannot start.
   executor_core(std::size_t workers, exception_handler on_unhandled)
-      : idle_(check_count(workers)), handler_(std::move(on_unhandled)) {
-    ctxs_.reserve(workers);
-    stealers_.reserve(workers);
-    for (std::size_t i = 0; i < workers; ++i) {
-      ctxs_.push_back(std::make_unique<worker_ctx>(this, i));
+      : idle_(check_count(workers)), workers_(workers), handler_(std::move(on_unhandled)) {
+    ctxs_.reserve(workers + guest_slots);
+    stealers_.reserve(workers + guest_slots);
+    for (std::size_t i = 0; i < workers + guest_slots; ++i) {
+      ctxs_.push_back(std::make_unique<worker_ctx>(this, i, i >= workers));
       stealers_.push_back(ctxs_.back()->deque.stealer());
     }
     threads_.reserve(workers);
@@ -151,27 +198,76 @@ class executor_core {
   auto operator=(executor_core const&) -> executor_core& = delete;
 
   ~executor_core() {
-    if (current_worker != nullptr && current_worker->core == this) {
-      std::fputs("spindle: executor destroyed from one of its own workers\n", stderr);
+    // A guest too: the workers cannot terminate while it holds its slot.
+    if (local() != nullptr) {
+      std::fputs("spindle: executor destroyed from one of its own workers or guests\n", stderr);
       std::terminate();
     }
     shutdown();
   }
 
-  [[nodiscard]] auto worker_count() const noexcept -> std::size_t { return ctxs_.size(); }
+  [[nodiscard]] auto worker_count() const noexcept -> std::size_t { return workers_; }
 
-  /// The calling thread's worker context if it is a worker of this executor.
+  /// The calling thread's context if it is a worker of this executor or a guest in one of its
+  /// slots (see enter_guest()).
   [[nodiscard]] auto local() const noexcept -> worker_ctx* {
     worker_ctx* const w = current_worker;
     return w != nullptr && w->core == this ? w : nullptr;
   }
 
-  /// The parker worker `w` sleeps on (a completion's fixed waiter for jobs `w` waits for).
-  [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& {
-    return idle_.parker_of(w.index);
+  /// The calling thread's context if it is one of this executor's worker threads.
+  [[nodiscard]] auto own_worker() const noexcept -> worker_ctx* {
+    worker_ctx* const w = local();
+    return w != nullptr && !w->guest ? w : nullptr;
   }
 
-  /// Queues `t`. On a worker of this executor: its own deque. Elsewhere: the injector.
+  /// The parker `w` sleeps on (a completion's fixed waiter for jobs `w` waits for).
+  [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& {
+    return w.guest ? w.guest_parker : idle_.parker_of(w.index);
+  }
+
+  /// Lends a guest slot to the calling thread, which is neither a worker nor a guest of this
+  /// executor, so that it runs the root of the work it is about to wait for (run_as_root) as
+  /// if it were a worker. Returns nullptr when every slot is taken or shutdown has begun; the
+  /// caller then submits its root to the injector and sleeps. On success the caller must call
+  /// leave_guest() on the same thread.
+  [[nodiscard]] auto enter_guest() noexcept -> worker_ctx* {
+    for (std::size_t i = workers_; i < ctxs_.size(); ++i) {
+      worker_ctx& g = *ctxs_[i];
+      bool expected = false;
+      // acquire: pairs with the release store in leave_guest(): the previous guest's use of the
+      // deque's owner side and of guest_parker happens-before ours.
+      if (!g.claimed.compare_exchange_strong(expected, true, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+        continue;
+      }
+      // (G1) seq_cst: announce the guest before reading stopping_; pairs with the loads of
+      // stopping_ and guests_ in try_terminate(): either that worker sees the guest and does
+      // not terminate, or we see stopping_ and back out.
+      guests_.value.fetch_add(1, std::memory_order_seq_cst);
+      // seq_cst: see (G1).
+      if (stopping_.load(std::memory_order_seq_cst)) {
+        release_guest(g);
+        return nullptr;
+      }
+      g.previous = current_worker;
+      current_worker = &g;
+      return &g;
+    }
+    return nullptr;
+  }
+
+  /// Gives back the slot enter_guest() lent. The guest's joins are all complete; tasks it
+  /// submitted and did not join stay in its deque, where workers steal them (they were
+  /// announced by (N1) when pushed, and work_visible() looks at guest deques).
+  void leave_guest(worker_ctx& g) noexcept {
+    current_worker = g.previous;
+    g.previous = nullptr;
+    release_guest(g);
+  }
+
+  /// Queues `t`. On a worker (or guest) of this executor: its own deque. Elsewhere: the
+  /// injector.
   /// Throws: std::logic_error after shutdown (t is untouched); std::bad_alloc.
   void submit(task* t) {
     if (worker_ctx* const w = local()) {
@@ -203,6 +299,10 @@ class executor_core {
   /// other thread sleeps.
   void wait(completion& done) noexcept {
     if (worker_ctx* const w = local()) {
+      if (w->guest) {
+        wait_as_guest(*w, done);
+        return;
+      }
       while (task* t = next_task(*w, &done)) {
         run(*w, t);
       }
@@ -266,10 +366,13 @@ class executor_core {
 
   /// Finishes every accepted task, then joins the workers. Idempotent; concurrent callers all
   /// return after the workers have exited.
-  /// Throws: std::logic_error when called from one of this executor's workers.
+  /// Throws: std::logic_error when called from one of this executor's workers or guests.
   void shutdown() {
+    // A guest too: the workers cannot terminate while it holds its slot.
     if (local() != nullptr) {
-      throw std::logic_error("spindle::executor::shutdown called from one of its own workers");
+      throw std::logic_error(
+          "spindle::executor::shutdown called from one of its own workers or inside a join of "
+          "its own");
     }
     std::lock_guard guard(shutdown_mu_);
     injector_.close();
@@ -287,9 +390,9 @@ class executor_core {
 
   [[nodiscard]] auto stats() const -> std::vector<worker_stats> {
     std::vector<worker_stats> out;
-    out.reserve(ctxs_.size());
-    for (auto const& w : ctxs_) {
-      auto const& c = w->counters.value;
+    out.reserve(workers_);
+    for (std::size_t i = 0; i < workers_; ++i) {
+      auto const& c = ctxs_[i]->counters.value;
       worker_stats s;
       // relaxed (all four): statistics written by their owner only; see worker_counters.
       s.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
@@ -340,8 +443,22 @@ class executor_core {
     return w.rng;
   }
 
+  void release_guest(worker_ctx& g) noexcept {
+    // seq_cst: (G2) the guest is gone before we read stopping_; pairs with try_terminate()'s
+    // load of guests_: a worker that saw this guest and parked is in the sleeper list by
+    // then (it registered before its check), so the wake_all() below reaches it.
+    guests_.value.fetch_sub(1, std::memory_order_seq_cst);
+    // release: pairs with the acquire CAS in enter_guest().
+    g.claimed.store(false, std::memory_order_release);
+    // seq_cst: see (G2).
+    if (stopping_.load(std::memory_order_seq_cst)) {
+      // Idle workers that could not terminate while we were here re-evaluate.
+      idle_.wake_all();
+    }
+  }
+
   auto from_injector(worker_ctx& w) noexcept -> task* {
-    return injector_.pop_batch(ctxs_.size(), injector_batch, [&w](task* t) noexcept {
+    return injector_.pop_batch(workers_, injector_batch, [&w](task* t) noexcept {
       // The deque grows by allocation; if that fails, run the task here instead of losing it.
       try {
         w.deque.push(t);
@@ -351,11 +468,11 @@ class executor_core {
     });
   }
 
-  auto steal(worker_ctx& w) noexcept -> task* {
-    std::size_t const n = ctxs_.size();
-    if (n == 1) {
-      return nullptr;
-    }
+  /// Up to four rounds over every other deque (workers' and guests') from a random start,
+  /// taking with `take(stealer)`; stops early when no victim said `retry`.
+  template <class Take>
+  auto steal_rounds(worker_ctx& w, Take&& take) noexcept -> task* {
+    std::size_t const n = stealers_.size();
     for (int round = 0; round < 4; ++round) {
       bool retry = false;
       std::size_t const start = next_random(w) % n;
@@ -364,10 +481,8 @@ class executor_core {
         if (v == w.index) {
           continue;
         }
-        worker_counters::bump(w.counters.value.steal_attempts);
-        auto r = stealers_[v].steal_batch_and_pop(w.deque);
+        auto r = take(stealers_[v]);
         if (r.is_success()) {
-          worker_counters::bump(w.counters.value.tasks_stolen);
           return *r.value;
         }
         retry = retry || r.is_retry();
@@ -377,6 +492,49 @@ class executor_core {
       }
     }
     return nullptr;
+  }
+
+  /// A worker's steal: about half of a victim's deque into its own, and the first one to run.
+  auto steal(worker_ctx& w) noexcept -> task* {
+    auto& counters = w.counters.value;
+    task* const t = steal_rounds(w, [&](spindle::stealer<task*>& victim) {
+      worker_counters::bump(counters.steal_attempts);
+      return victim.steal_batch_and_pop(w.deque);
+    });
+    if (t != nullptr) {
+      worker_counters::bump(counters.tasks_stolen);
+    }
+    return t;
+  }
+
+  /// A guest's search: its own deque, then one task from each victim in turn. A guest takes
+  /// no batch (its deque holds only what it pushed itself, so nothing is left there unannounced
+  /// when it leaves), never looks at the injector (an outside caller does not pick up unrelated
+  /// submissions) and is not counted by the idle set (notifiers never rely on it).
+  auto find_task_as_guest(worker_ctx& g) noexcept -> task* {
+    if (auto t = g.deque.pop()) {
+      return *t;
+    }
+    return steal_rounds(g, [](spindle::stealer<task*>& victim) { return victim.steal(); });
+  }
+
+  /// A guest's wait for `until`: help while anything is runnable, spin a little, then sleep on
+  /// the slot's parker until the completion is set.
+  void wait_as_guest(worker_ctx& g, completion& until) noexcept {
+    backoff spin;
+    while (!until.is_set()) {
+      if (task* t = find_task_as_guest(g)) {
+        run(g, t);
+        spin.reset();
+        continue;
+      }
+      if (!spin.is_completed()) {
+        spin.snooze();
+        continue;
+      }
+      until.wait_outside(g.guest_parker);
+      return;
+    }
   }
 
   /// One pass over every place a task can be.
@@ -433,6 +591,7 @@ class executor_core {
   /// level (`until == nullptr`), when the executor has terminated.
   auto next_task(worker_ctx& w, completion* until) noexcept -> task* {
     backoff spin;
+    std::uint32_t lingered = 0;
     for (;;) {
       if (until != nullptr && until->is_set()) {
         // Back to the waiting task: a searcher must not stay counted while it runs it, or
@@ -446,6 +605,13 @@ class executor_core {
       }
       if (!spin.is_completed()) {
         spin.snooze();
+        continue;
+      }
+      if (until == nullptr && lingered < linger_yields) {
+        // A worker that just ran a task keeps looking a little longer before it parks: see
+        // linger_yields.
+        ++lingered;
+        thread_yield();
         continue;
       }
       if (until == nullptr) {
@@ -520,6 +686,11 @@ class executor_core {
         started_.load(std::memory_order_seq_cst)) {
       return false;
     }
+    // seq_cst: (G1)/(G2) in enter_guest()/release_guest(): no guest is running a root task
+    // (it could still push a join's job, or submit, into its deque).
+    if (guests_.value.load(std::memory_order_seq_cst) != 0) {
+      return false;
+    }
     if (work_visible()) {
       return false;
     }
@@ -530,6 +701,7 @@ class executor_core {
   }
 
   idle_set idle_;
+  std::size_t workers_;
   injector injector_;
   std::vector<std::unique_ptr<worker_ctx>> ctxs_;
   std::vector<spindle::stealer<task*>> stealers_;
@@ -543,6 +715,8 @@ class executor_core {
   atomic<bool> stopping_{false};
   atomic<bool> terminated_{false};
   cache_padded<atomic<std::size_t>> idle_top_{};
+  // INVARIANT: the number of claimed guest slots whose owner has not left.
+  cache_padded<atomic<std::size_t>> guests_{};
 
   mutex handler_mu_;
   exception_handler handler_;

@@ -1,21 +1,23 @@
 #pragma once
 // Task records: what the executor's queues carry, and where a task's result waits for its join.
 //
-// Every queue (worker deques, the injector) carries `task*`. A `task` is two words: the
-// function that runs it and an intrusive link for the injector's list. Three kinds exist:
+// Every queue (worker deques, the injector) carries `task*`. A `task` is one word: the
+// function that runs it (the injector stores pointers in blocks of its own, see
+// detail/injector.hpp). Three kinds exist:
 //
-//   spawned_task<Fn, R>  one heap node per `spawn`: the callable, the result (or exception)
+//   spawned_task<Fn, R>  one node per `spawn`: the callable, the result (or exception)
 //                        and the completion, shared with the join_handle by a count of two
 //                        references (the executor's and the handle's); the last one frees it.
-//   posted_task<Fn>      one heap node per `post`: the callable only; an exception goes to
+//   posted_task<Fn>      one node per `post`: the callable only; an exception goes to
 //                        the executor's unhandled-exception handler.
 //   stack_job<Fn, R>     lives in the frame of `join` or of an outside caller that waits for
 //                        it; no allocation. The frame outlives the job because its owner waits
 //                        for the completion before returning (executor_core.hpp).
 //
-// Allocation: one `new` per spawn/post (the node holds the callable, so there is no second
-// allocation for a std::function). Why there is no node pool: see the note on
-// allocation in detail/executor_core.hpp.
+// Allocation: one node per spawn/post (the node holds the callable, so there is no second
+// allocation for a std::function), made by `new_node` and freed by `delete_node`
+// (detail/task_pool.hpp): records of up to pool_payload bytes come from a per-thread pool,
+// larger ones from operator new. See the note on allocation in detail/executor_core.hpp.
 // `join`, `parallel_for` and `parallel_reduce` allocate nothing.
 //
 // Synchronization: a task's fields are written before it is pushed to a queue and read by the
@@ -25,6 +27,7 @@
 
 #include <spindle/detail/atomic.hpp>
 #include <spindle/detail/executor_latch.hpp>
+#include <spindle/detail/task_pool.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -66,9 +69,6 @@ struct task {
 
   // Runs the task and releases whatever the executor held of it (frees heap nodes).
   run_fn run;
-  // INVARIANT: nullptr unless the task sits in the injector's list; written only under the
-  // injector's lock.
-  task* next = nullptr;
 };
 
 /// Where a result waits: a value (void_result for void) or an exception.
@@ -151,7 +151,7 @@ class spawned_task final : public task, public shared_result<R> {
     self->release();
   }
 
-  static void destroy(shared_result<R>* s) noexcept { delete static_cast<spawned_task*>(s); }
+  static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<spawned_task*>(s)); }
 
   std::optional<Fn> fn_;
 };
@@ -173,7 +173,7 @@ class posted_task final : public task {
     } catch (...) {
       self->report_(self->ctx_, std::current_exception());
     }
-    delete self;
+    delete_node(self);
   }
 
   Fn fn_;
