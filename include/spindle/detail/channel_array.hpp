@@ -346,6 +346,7 @@ class array_channel {
   /// writes except the slot's. try_send's full check reads the receivers' position, and a
   /// sender polling it pulls that line away from the receivers on every round.
   auto poll_send(T& value) noexcept -> send_status {
+    backoff spin;
     // relaxed: re-validated by the stamp and the CAS, as in start_send.
     auto tail = tail_.value.load(std::memory_order_relaxed);
     for (;;) {
@@ -365,6 +366,9 @@ class array_channel {
         write(s, tail, value);
         return send_status::sent;
       }
+      // Another sender won: back off before the next CAS, so that contending senders do not
+      // keep stealing the position's cache line from each other.
+      spin.spin();
     }
   }
 
@@ -372,6 +376,7 @@ class array_channel {
   /// (also when the channel is closed, or a sender is mid-write): the poll of recv_blocking,
   /// which reads no line a sender writes except the slot's.
   auto poll_recv() noexcept -> recv_result<T> {
+    backoff spin;
     // relaxed: re-validated by the stamp and the CAS, as in start_recv.
     auto head = head_.value.load(std::memory_order_relaxed);
     for (;;) {
@@ -386,6 +391,8 @@ class array_channel {
                                             std::memory_order_relaxed)) {
         return recv_result<T>{recv_status::received, read(s, head)};
       }
+      // Another receiver won: back off, as in poll_send.
+      spin.spin();
     }
   }
 
