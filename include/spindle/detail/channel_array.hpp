@@ -354,11 +354,13 @@ class array_channel {
         return send_status::closed;
       }
       slot& s = slots_[tail & (mark_bit_ - 1)];
-      prefetch_for_write(&s);
       // acquire: pairs with the release stamp store in read(), as in start_send.
       if (s.stamp.load(std::memory_order_acquire) != tail) {
         return send_status::full;
       }
+      // Only for a free slot: a waiting sender that took a full slot's line exclusive would
+      // take it from the receiver about to read it.
+      prefetch_for_write(&s);
       // seq_cst: claims the position, as in start_send (the Dekker pair (B) with the
       // receivers' wait list). relaxed on failure: we look again at the fresh position.
       if (tail_.value.compare_exchange_weak(tail, advance(tail), std::memory_order_seq_cst,
