@@ -125,15 +125,8 @@ class array_channel {
   auto try_recv() noexcept -> recv_result<T> {
     std::uint64_t head = 0;
     slot* s = nullptr;
-    switch (start_recv(head, s)) {
-      case claim::ok:
-        return recv_result<T>{recv_status::received, read(*s, head)};
-      case claim::closed:
-        return recv_result<T>{recv_status::closed, std::nullopt};
-      case claim::unavailable:
-        break;
-    }
-    return recv_result<T>{recv_status::empty, std::nullopt};
+    auto const c = start_recv(head, s);
+    return recv_outcome<T>(c, [&] { return read(*s, head); });
   }
 
   /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
@@ -204,8 +197,6 @@ class array_channel {
     auto raw() noexcept -> void* { return storage; }
     auto value() noexcept -> T& { return *std::launder(reinterpret_cast<T*>(storage)); }
   };
-
-  enum class claim : std::uint8_t { ok, unavailable, closed };
 
   static auto checked_capacity(std::size_t capacity) -> std::size_t {
     if (capacity == 0) {

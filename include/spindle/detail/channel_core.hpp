@@ -118,6 +118,37 @@ struct abort_on_stop {
   }
 };
 
+/// How an attempt to claim a position in the array or list flavour ended.
+enum class claim : std::uint8_t { ok, unavailable, closed };
+
+/// The try_recv result for a claim that ended as `c`; `read()` takes the claimed value.
+template <class T, class Read>
+auto recv_outcome(claim c, Read&& read) noexcept -> recv_result<T> {
+  switch (c) {
+    case claim::ok:
+      return recv_result<T>{recv_status::received, read()};
+    case claim::closed:
+      return recv_result<T>{recv_status::closed, std::nullopt};
+    case claim::unavailable:
+      break;
+  }
+  return recv_result<T>{recv_status::empty, std::nullopt};
+}
+
+/// Waits until `self` is selected, aborted (deadline, or stop through `options.stop`) or
+/// closed, and returns the selection.
+inline auto wait_for_selection(waiter& self, wait_options const& options) noexcept
+    -> std::uintptr_t {
+  if (options.stop == nullptr) {
+    return self.wait(options.deadline);
+  }
+  // May run abort_on_stop at once when stop was already requested. The callback's destructor
+  // waits for a callback running on another thread, so the waiter outlives every access the
+  // callback makes.
+  std::stop_callback<abort_on_stop> on_stop(*options.stop, abort_on_stop{&self});
+  return self.wait(options.deadline);
+}
+
 /// One round of blocking: registers the calling thread on `list`, re-checks `ready()` (which
 /// must read the structure's state with seq_cst loads, see wait_list.hpp (A)/(B)), parks until
 /// a waker, close, the deadline or stop ends the wait, and unregisters. The caller retries its
@@ -134,17 +165,7 @@ void park_on(wait_list& list, Ready&& ready, wait_options const& options) noexce
     }
     // A waker selected us in between; consume its wake below.
   }
-  std::uintptr_t selection = waiter::waiting;
-  if (options.stop != nullptr) {
-    // May run abort_on_stop at once when stop was already requested.
-    std::stop_callback<abort_on_stop> on_stop(*options.stop, abort_on_stop{&self});
-    selection = self.wait(options.deadline);
-    // on_stop's destructor waits for a callback running on another thread, so the waiter
-    // outlives every access the callback makes.
-  } else {
-    selection = self.wait(options.deadline);
-  }
-  if (selection < waiter::first_operation) {
+  if (wait_for_selection(self, options) < waiter::first_operation) {
     // aborted or closed: nobody unlinked us on the way (a notifier unlinks what it selects).
     list.remove(entry);
   }

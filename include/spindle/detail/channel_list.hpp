@@ -163,15 +163,8 @@ class list_channel {
   auto try_recv() noexcept -> recv_result<T> {
     block* b = nullptr;
     std::uint64_t offset = 0;
-    switch (start_recv(b, offset)) {
-      case claim::ok:
-        return recv_result<T>{recv_status::received, read(b, offset)};
-      case claim::closed:
-        return recv_result<T>{recv_status::closed, std::nullopt};
-      case claim::unavailable:
-        break;
-    }
-    return recv_result<T>{recv_status::empty, std::nullopt};
+    auto const c = start_recv(b, offset);
+    return recv_outcome<T>(c, [&] { return read(b, offset); });
   }
 
   /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
@@ -237,8 +230,6 @@ class list_channel {
   }
 
  private:
-  enum class claim : std::uint8_t { ok, unavailable, closed };
-
   /// A block allocated ahead of need; goes back to the cache if it was not used.
   class spare_block {
    public:

@@ -122,13 +122,7 @@ class zero_channel {
     wait_entry entry(self, &packet);
     receivers_.push(entry);
     lock.unlock();
-    std::uintptr_t selection = waiter::waiting;
-    if (options.stop != nullptr) {
-      std::stop_callback<abort_on_stop> on_stop(*options.stop, abort_on_stop{&self});
-      selection = self.wait(options.deadline);
-    } else {
-      selection = self.wait(options.deadline);
-    }
+    auto const selection = wait_for_selection(self, options);
     if (selection >= waiter::first_operation) {
       // The sender moved its value into `packet` under the mutex, before it woke us.
       return recv_result<T>{recv_status::received, std::move(packet)};
