@@ -16,9 +16,11 @@
 //                       blocks; memory returns to the allocator as the channel drains (one
 //                       drained block is kept for reuse). detail/channel_list.hpp.
 //
-// Blocking: blocking operations first try, spinning briefly (detail::backoff), then park the
-// thread on a futex (detail/wait_list.hpp); no system call is made on a path where nobody
-// sleeps. One waiter is woken per sent message or freed slot; close wakes everyone.
+// Blocking: a blocked operation keeps trying for about 100 us, then parks the thread on a
+// futex (detail/wait_list.hpp); no system call is made on a path where nobody sleeps. A
+// receiver first polls for about 2 us when the channel's handles number at most the
+// processors, and otherwise yields between tries from the start (detail::recv_blocking says
+// why). One waiter is woken per sent message or freed slot; close wakes everyone.
 //
 // Progress: try_send/try_recv of the bounded and unbounded flavours are lock-free in the
 // system-wide sense except while the one slot they need is mid-transfer by a preempted thread
@@ -196,7 +198,7 @@ class receiver {
   /// Receives the next value, blocking while the channel is empty. Returns std::nullopt only
   /// when the channel is closed and drained.
   auto recv() noexcept -> std::optional<T> {
-    auto r = get().visit([](auto& ch) { return ch.recv({}); });
+    auto r = get().recv({});
     return std::move(r.value);
   }
 
@@ -204,8 +206,7 @@ class receiver {
   /// (closed and drained) or `cancelled`. A value already buffered is received even when stop
   /// was requested.
   auto recv(std::stop_token stop) noexcept -> recv_result<T> {
-    detail::wait_options const options{std::nullopt, &stop};
-    return get().visit([&](auto& ch) { return ch.recv(options); });
+    return get().recv({std::nullopt, &stop});
   }
 
   /// Receives without waiting: `received`, `empty` or `closed` (closed and drained).
@@ -216,16 +217,14 @@ class receiver {
   /// As recv(), but gives up after `timeout`: `received`, `timed_out` or `closed`.
   template <class Rep, class Period>
   auto recv_for(std::chrono::duration<Rep, Period> timeout) -> recv_result<T> {
-    detail::wait_options const options{detail::deadline_after(timeout), nullptr};
-    return get().visit([&](auto& ch) { return ch.recv(options); });
+    return get().recv({detail::deadline_after(timeout), nullptr});
   }
 
   /// As recv(), but gives up at `deadline`, on any clock (measured as the time left on
   /// steady_clock): `received`, `timed_out` or `closed`.
   template <class Clock, class Duration>
   auto recv_until(std::chrono::time_point<Clock, Duration> deadline) -> recv_result<T> {
-    detail::wait_options const options{detail::to_steady(deadline), nullptr};
-    return get().visit([&](auto& ch) { return ch.recv(options); });
+    return get().recv({detail::to_steady(deadline), nullptr});
   }
 
   /// Closes the channel for every handle; buffered values stay receivable. Idempotent.

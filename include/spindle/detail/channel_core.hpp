@@ -14,9 +14,11 @@
 #include <spindle/detail/wait_list.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
+#include <thread>
 #include <type_traits>
 
 namespace spindle {
@@ -67,10 +69,13 @@ struct [[nodiscard]] recv_result {
 
 namespace detail {
 
-/// What may end a blocking call besides success or close.
+/// What may end a blocking call besides success or close, and how it waits.
 struct wait_options {
   std::optional<steady_time> deadline;
   std::stop_token const* stop = nullptr;
+  /// Whether a blocked receive polls before it yields (phase (1) of wait_budget). The handles
+  /// set it from channel_state::users_fit_cores().
+  bool spin = true;
 
   [[nodiscard]] auto expired() const noexcept -> bool {
     return deadline && std::chrono::steady_clock::now() >= *deadline;
@@ -201,15 +206,18 @@ class wait_budget {
   static constexpr std::chrono::microseconds window{100};
   static constexpr int full_every = 8;
 
-  explicit wait_budget(wait_options const& options, int polls = default_polls) noexcept
-      : options_(&options), polls_(polls) {}
+  /// `polls`: the length of phase (1). `full_offset`: which round of each `full_every` rounds
+  /// after phase (1) makes the full attempt (0: the first one).
+  explicit wait_budget(wait_options const& options, int polls = default_polls,
+                       int full_offset = 0) noexcept
+      : options_(&options), polls_(polls), full_offset_(full_offset) {}
 
   /// Whether the caller should make its full attempt now rather than the cheaper poll form:
-  /// on the first round after phase (1) and then every `full_every` rounds, so that what
-  /// only the full attempt detects (a closed and drained channel, for a receiver) is seen
-  /// within a few rounds, while most rounds leave the other side's lines alone.
+  /// once every `full_every` rounds after phase (1), so that what only the full attempt
+  /// detects (a closed and drained channel, for a receiver) is seen within a few rounds, while
+  /// most rounds leave the other side's lines alone.
   [[nodiscard]] auto full_attempt_due() const noexcept -> bool {
-    return round_ >= polls_ && (round_ - polls_) % full_every == 0;
+    return round_ >= polls_ && (round_ - polls_) % full_every == full_offset_;
   }
 
   /// Call after an attempt failed: waits before the next one and returns true, or returns
@@ -248,6 +256,7 @@ class wait_budget {
  private:
   wait_options const* options_;
   int polls_;
+  int full_offset_;
   int round_ = 0;
 #if !defined(SPINDLE_MODEL_CHECK)
   steady_time give_up_{};
@@ -261,29 +270,37 @@ class wait_budget {
 /// Most rounds call `poll_recv()`, which takes a value that is ready and otherwise reports
 /// `empty` at once, reading only the receivers' position and the slot a sender writes
 /// last. The full `try_recv()` also tells "empty" from "closed" and from "a sender is mid-
-/// write", which needs the senders' position: polling that would pull its cache line away from
-/// the sender on every round, and in a ping-pong it doubled the round trip (tools/spindle-bench
-/// `channel --scenario pingpong`). A flavour without a cheaper poll passes try_recv for both.
+/// write", which needs the senders' position: a receiver that reads it while it waits pulls
+/// that cache line away from the sender, which then pays a coherence miss on its next send.
+/// In a ping-pong that one miss per message made the round trip 2.5x slower
+/// (tools/spindle-bench `channel --scenario pingpong`). So the first look is the poll, and
+/// the full attempt runs once every `full_every` rounds and always once before parking or
+/// giving up. A flavour without a cheaper poll passes try_recv for both.
+///
+/// Phase (1), polling one pause apart, runs only when `options.spin` says the channel's users
+/// fit on the cores. When they do not (4 producers and 2 consumers on 2 cores, the seed
+/// scenario), the sender a receiver waits for is usually waiting for a core, and polling
+/// keeps that core from it while pulling the slot lines away from the senders that do run:
+/// with phase (1) always on, the consumers took 76% of the samples in `perf record` and the
+/// scenario fell now and then into a mode at half its usual throughput. Yielding at once hands
+/// the core over instead. Go's sync.Mutex follows the same rule before it spins (runtime
+/// `sync_runtime_canSpin`: no spinning while other goroutines wait for the processor); here
+/// the channel's handle count stands for the threads that want a core.
 template <class T, class PollRecv, class TryRecv, class Ready>
 auto recv_blocking(PollRecv&& poll_recv, TryRecv&& try_recv, wait_list& list, Ready&& ready,
                    wait_options const& options) noexcept -> recv_result<T> {
-  // The first attempt is the full one: when the slot at the head is claimed by a sender that
-  // has not finished writing it (common when threads outnumber cores and that sender was
-  // preempted), try_recv waits for that slot with its own backoff, which yields to the
-  // sender. Starting with the poll instead made the seed scenario (4 producers, 2 consumers,
-  // 2 cores) about 40% slower; it made the ping-pong round trip 2.7x faster, because the full
-  // attempt reads the senders' position. The headline scenario decides.
-  if (auto r = try_recv(); r.status != recv_status::empty) {
-    return r;
-  }
   for (;;) {
-    wait_budget budget(options);
+    wait_budget budget(options, options.spin ? wait_budget::default_polls : 0,
+                       wait_budget::full_every - 1);
     do {
       auto r = budget.full_attempt_due() ? try_recv() : poll_recv();
       if (r.status != recv_status::empty) {
         return r;
       }
     } while (budget.keep_trying());
+    if (auto r = try_recv(); r.status != recv_status::empty) {
+      return r;
+    }
     if (options.stop_requested()) {
       return recv_result<T>{recv_status::cancelled, std::nullopt};
     }
@@ -292,6 +309,15 @@ auto recv_blocking(PollRecv&& poll_recv, TryRecv&& try_recv, wait_list& list, Re
     }
     park_on(list, ready, options);
   }
+}
+
+/// The number of processors this process may run on (at least 1), read once.
+inline auto core_count() noexcept -> std::size_t {
+  static std::size_t const cores = [] {
+    auto const n = std::thread::hardware_concurrency();
+    return n == 0 ? std::size_t{1} : static_cast<std::size_t>(n);
+  }();
+  return cores;
 }
 
 }  // namespace detail

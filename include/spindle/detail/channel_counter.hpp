@@ -111,6 +111,23 @@ class channel_state {
     return 0;
   }
 
+  /// Receives through the flavour, blocking as `options` says (see recv_blocking in
+  /// channel_core.hpp for `spin`, which this sets).
+  auto recv(wait_options options) noexcept -> recv_result<T> {
+    options.spin = users_fit_cores();
+    return visit([&](auto& flavour) { return flavour.recv(options); });
+  }
+
+  /// Whether every handle's thread could run at once: the sender and receiver handles number
+  /// at most the processors. A heuristic for how a receiver waits, never for correctness.
+  [[nodiscard]] auto users_fit_cores() const noexcept -> bool {
+    // relaxed: a snapshot for a heuristic; nothing is published through it.
+    auto const users = senders_.load(std::memory_order_relaxed) +
+                       // relaxed: as above.
+                       receivers_.load(std::memory_order_relaxed);
+    return users <= core_count();
+  }
+
   void acquire_sender() noexcept {
     // relaxed: the new handle is copied from a live one, which keeps the count above zero;
     // nothing is published by the increment.
