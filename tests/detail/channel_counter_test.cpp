@@ -1,0 +1,82 @@
+// Tests for spindle/detail/channel_counter.hpp: the shared state behind a channel's handles.
+// The handle counts decide when the channel closes and is freed (tests/channel_test.cpp covers
+// that through the public handles); here, the other thing they decide: whether a blocked
+// receiver polls before it yields (detail::recv_blocking), which it does only while the
+// handles number at most the processors.
+#include <spindle/channel.hpp>
+#include <spindle/detail/channel_core.hpp>
+#include <spindle/detail/channel_counter.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <optional>
+#include <thread>
+#include <vector>
+
+using spindle::detail::channel_state;
+using spindle::detail::core_count;
+
+namespace {
+
+using state = channel_state<int>;
+
+/// Drops the one sender and one receiver count a fresh state starts with.
+void release_both(state* s) {
+  state::release_sender(s);
+  state::release_receiver(s);  // the second release frees the state
+}
+
+}  // namespace
+
+TEST(ChannelCounter, Example) {
+  // A fresh state counts one sender and one receiver: two users, which fit on any machine
+  // with two processors or more.
+  auto* s = new state(state::array_tag{}, 4);
+  EXPECT_EQ(s->users_fit_cores(), core_count() >= 2);
+  release_both(s);
+}
+
+TEST(ChannelCounter, CoreCountIsAtLeastOne) {
+  EXPECT_GE(core_count(), 1U);
+  EXPECT_EQ(core_count(), core_count());  // read once
+}
+
+TEST(ChannelCounter, MoreHandlesThanCoresStopTheFit) {
+  auto* s = new state(state::list_tag{});
+  // Add receivers until the handles outnumber the processors; drop them again.
+  std::size_t added = 0;
+  while (2 + added <= core_count()) {
+    EXPECT_TRUE(s->users_fit_cores());
+    s->acquire_receiver();
+    ++added;
+  }
+  EXPECT_FALSE(s->users_fit_cores());
+  for (std::size_t i = 0; i < added; ++i) {
+    state::release_receiver(s);
+  }
+  EXPECT_EQ(s->users_fit_cores(), core_count() >= 2);
+  release_both(s);
+}
+
+TEST(ChannelCounter, BlockedReceiveWorksEitherWay) {
+  // However a receiver waits, it receives what is sent and sees close: one receiver with few
+  // handles, then with more receiver handles than processors.
+  for (bool crowd : {false, true}) {
+    auto [tx, rx] = spindle::bounded<int>(1);
+    std::vector<spindle::receiver<int>> extra;
+    if (crowd) {
+      extra.assign(core_count() + 1, rx);
+    }
+    std::thread sender([tx = std::move(tx)]() mutable {
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(tx.send(i));
+      }
+    });
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_EQ(rx.recv(), std::optional<int>(i));
+    }
+    sender.join();
+    EXPECT_EQ(rx.recv(), std::nullopt);  // the last sender is gone: closed and drained
+  }
+}
