@@ -1,6 +1,7 @@
 // Tests for spindle/detail/injector.hpp: the executor's injection queue of task pointers,
-// stored in recycled blocks. Order, batch sizes, block boundaries, close, and concurrent
-// pushers and poppers (every task taken exactly once).
+// stored in recycled blocks with a lock per end. Order, batch sizes, block boundaries (also
+// with tiny blocks, pushing and popping interleaved), close, and concurrent pushers and
+// poppers (every task taken exactly once).
 #include <spindle/detail/injector.hpp>
 #include <spindle/detail/task.hpp>
 
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+using spindle::detail::basic_injector;
 using spindle::detail::injector;
 using spindle::detail::task;
 
@@ -87,6 +89,39 @@ TEST(Injector, ReusedAfterDrainingAndRefilling) {
     for (auto& t : tasks) {
       ASSERT_EQ(q.pop(), &t) << "round " << round;
     }
+  }
+  EXPECT_TRUE(q.looks_empty());
+}
+
+TEST(Injector, InterleavedPushAndPopWithTinyBlocks) {
+  // Blocks of three slots: the pushing end keeps allocating or reusing the spare block while
+  // the popping end retires blocks behind it; the order stays FIFO throughout.
+  basic_injector<3> q;
+  auto tasks = make_tasks(50);
+  std::size_t next_out = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    ASSERT_TRUE(q.push(&tasks[i]));
+    if (i % 3 == 2) {
+      // Take two of every three, so the queue grows slowly across blocks.
+      ASSERT_EQ(q.pop(), &tasks[next_out++]);
+      ASSERT_EQ(q.pop(), &tasks[next_out++]);
+    }
+  }
+  EXPECT_FALSE(q.looks_empty());
+  // Batches: the first task is returned, the later ones go to the sink, all in FIFO order.
+  std::vector<task*> out;
+  for (;;) {
+    std::vector<task*> later;
+    task* const first = q.pop_batch(1, 4, [&](task* more) noexcept { later.push_back(more); });
+    if (first == nullptr) {
+      break;
+    }
+    out.push_back(first);
+    out.insert(out.end(), later.begin(), later.end());
+  }
+  ASSERT_EQ(next_out + out.size(), tasks.size());
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    EXPECT_EQ(out[k], &tasks[next_out + k]);
   }
   EXPECT_TRUE(q.looks_empty());
 }

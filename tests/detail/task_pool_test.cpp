@@ -11,6 +11,7 @@
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -24,6 +25,7 @@ using spindle::detail::node_ptr;
 using spindle::detail::pool_limit;
 using spindle::detail::pool_payload;
 using spindle::detail::pooled_v;
+using spindle::detail::remote_batch_size;
 
 namespace {
 
@@ -94,6 +96,96 @@ TEST(TaskPool, RemoteFreesComeBack) {
   }
   EXPECT_TRUE(reused);
   delete_node(again);
+}
+
+TEST(TaskPool, ABatchHeldByAnExitingThreadComesBack) {
+  // Fewer nodes than a batch: the freeing thread holds them until it exits, then returns them
+  // all at once, and the owner (a fresh thread, whose heap has no other free node) reuses
+  // every one of them.
+  static constexpr auto n = static_cast<std::size_t>(remote_batch_size / 2);
+  std::thread owner([] {
+    std::vector<small_record*> nodes;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      nodes.push_back(new_node<small_record>(i));
+    }
+    std::thread other([&nodes] {
+      for (auto* r : nodes) {
+        delete_node(r);
+      }
+    });
+    other.join();
+    std::vector<small_record*> again;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      again.push_back(new_node<small_record>(i));
+    }
+    std::size_t reused = 0;
+    for (auto* a : again) {
+      for (auto* r : nodes) {
+        reused += static_cast<void*>(a) == static_cast<void*>(r) ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(reused, n);
+    for (auto* a : again) {
+      delete_node(a);
+    }
+  });
+  owner.join();
+}
+
+TEST(TaskPool, FreesOfTwoHeapsAlternatingReachTheirOwners) {
+  // Nodes of two owners freed alternately by a third thread: each change of heap returns the
+  // batch of the other, and the thread's exit returns the last one. The owners then exit with
+  // everything returned (ASan reports a leak or a double free otherwise).
+  std::vector<small_record*> first;
+  std::vector<small_record*> second;
+  std::barrier made(3);
+  std::barrier freed(3);
+  auto owner = [&](std::vector<small_record*>& mine) {
+    for (std::uint64_t i = 0; i < 40; ++i) {
+      mine.push_back(new_node<small_record>(i));
+    }
+    made.arrive_and_wait();
+    freed.arrive_and_wait();
+  };
+  std::thread a(owner, std::ref(first));
+  std::thread b(owner, std::ref(second));
+  made.arrive_and_wait();
+  std::thread freer([&] {
+    for (std::size_t i = 0; i < 40; ++i) {
+      EXPECT_EQ(first[i]->value, i);
+      delete_node(first[i]);
+      EXPECT_EQ(second[i]->value, i);
+      delete_node(second[i]);
+    }
+  });
+  freer.join();
+  freed.arrive_and_wait();
+  a.join();
+  b.join();
+}
+
+TEST(TaskPool, OwnerExitsWhileItsNodesWaitInABatch) {
+  // The freeing thread still holds part of a batch when the owner exits: the batch's return
+  // finds the heap abandoned, frees the nodes and, being the last, deletes the heap.
+  std::vector<small_record*> nodes;
+  std::barrier step(2);
+  std::thread owner([&] {
+    for (std::uint64_t i = 0; i < 10; ++i) {
+      nodes.push_back(new_node<small_record>(i));
+    }
+    step.arrive_and_wait();  // nodes made
+    step.arrive_and_wait();  // nodes freed into the other thread's batch
+  });
+  std::thread freer([&] {
+    step.arrive_and_wait();
+    for (auto* r : nodes) {
+      delete_node(r);
+    }
+    step.arrive_and_wait();
+    owner.join();
+    // The batch goes back when this thread exits, after its owner's heap was abandoned.
+  });
+  freer.join();
 }
 
 TEST(TaskPool, NodePtrFreesUnlessReleased) {

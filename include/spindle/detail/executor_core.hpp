@@ -14,7 +14,7 @@
 // - Help-first waiting: a worker that waits for a completion (join, join_handle::join,
 //   task_group::wait) runs other tasks meanwhile and parks only when nothing is runnable.
 //
-// Shutdown: `shutdown()` closes the injector, under its lock, so an outside submission either
+// Shutdown: `shutdown()` closes the injector, under its push lock, so an outside submission either
 // got in before (and is in the queue) or fails; then it sets `stopping_`. Workers keep running
 // tasks, including tasks those tasks spawn. A worker that finds nothing and sees every worker
 // idle at top level (not inside a task) and every queue empty declares `terminated_`, and all
@@ -48,6 +48,15 @@
 // nodes outstanding leaves its heap to the last of them). After: the injector walk is gone from the
 // profile; malloc and free remain for the records beyond a pool's limit in a burst (a
 // 1,000,000-task burst runs far past it) and for deque growth.
+// Second round (perf annotate, same workload): the producer's hottest instructions were the
+// injector lock's compare-exchange and unlocking exchange (the workers' polls of the queue's
+// length sat on the lock's line) and the load of a recycled node's `next` (the node was last
+// written by the worker that freed it); the workers' were the CAS of each node's return to the
+// producer's pool. Now the injector has a lock per end on lines of their own
+// (detail/injector.hpp) and a worker returns nodes in batches of 32 with one CAS
+// (detail/task_pool.hpp): in `spindle-bench executor` runs on a quiet machine, posting went from
+// 2.0 to 5.2 M tasks/s, task_group::spawn from 2.4 to 3.9, spawn+join from 1.6-2.0 to 3.3-3.4.
+// The load of a recycled node's `next` is still the producer's hottest instruction.
 //
 // Model checking (tests/model/executor_test.cpp): the workers start as `detail::os_thread`, a
 // model thread under SPINDLE_MODEL_CHECK, so the scheduler interleaves every step of the
@@ -59,7 +68,7 @@
 // Synchronization:
 //   stopping_    set once by shutdown() (seq_cst) after closing the injector; read by idle
 //                workers. Once a worker sees it, no outside push can follow (the injector's
-//                lock orders every successful push before the close).
+//                push lock orders every successful push before the close).
 //   idle_top_    workers at top level between their decision to park and their wake.
 //   terminated_  set once by the last idle worker; read by workers.
 //   started_     worker threads running; set before they start (or lowered before shutdown

@@ -1,101 +1,141 @@
 #pragma once
 // The executor's global injection queue: tasks submitted from outside the workers.
 //
-// A FIFO of `task*` guarded by a `detail::mutex`, as tokio's inject queue is (RESEARCH.md
-// §2.1), but stored in linked blocks of `block_size` pointers instead of linking the tasks
-// themselves. The first version linked the tasks through an intrusive `next` field; a profile
-// of one outside thread posting 1,000,000 empty tasks to 2 workers (perf record, Release)
-// put the hottest instructions of the workers in pop_batch's walk to the end of its batch:
-// each step loaded the `next` field of a task the producer had just written on the other
-// core, a cache miss per task, taken while holding the lock the producer needed for its next
-// push. With blocks, a batch is a copy of consecutive pointers (a few cache lines that the
-// hardware prefetches), and a task's own memory is first touched by the worker that runs it,
-// outside the lock. Blocks are recycled: the queue keeps one spare, so a steady stream costs
-// no allocation.
+// A FIFO of `task*` stored in linked blocks of `block_size` pointers, with one lock for the
+// pushing side and another for the popping side: Michael and Scott's two-lock queue ("Simple,
+// Fast, and Practical Non-Blocking and Blocking Concurrent Queue Algorithms", PODC 1996, §2,
+// the blocking algorithm), with blocks of slots instead of one node per item, as tokio's
+// inject queue and crossbeam-deque's Injector store them (RESEARCH.md §2.1, §1.7).
 //
-// A worker takes a batch under one lock acquisition and moves all but the first into its own
-// deque, so the lock is taken about once per batch on the consumer side (tokio pulls
-// `len / workers + 1` tasks; so does `pop_batch`).
+// History, from profiles of one outside thread posting 1,000,000 empty tasks to 2 workers
+// (perf record, Release):
+// - The first version linked the tasks through an intrusive `next` field under one lock: the
+//   workers' hottest instructions were pop_batch's walk to the end of its batch, a cache miss
+//   per task (each `next` had just been written on the other core) taken while holding the
+//   lock the producer needed. Blocks made a batch a copy of consecutive pointers.
+// - The second version kept one lock for both ends, with the length on the lock's cache line:
+//   the producer then spent most of its time in push on the lock's compare-exchange and on
+//   the unlocking exchange, because every worker's poll of the length (looks_empty(), run on
+//   every find-task pass) and every batch pop pulled that line to the other core. Here the
+//   producer's lock and block pointer sit on a line no worker touches; the only lines both
+//   sides share are the slots themselves and the published tail count. Posting 1,000,000
+//   tasks went from 2.3 to 3.7 M tasks/s (medians of the runs in which both workers and the
+//   producer had the two cores to themselves), before the pool changes of task_pool.hpp.
+//
+// Counts: `tail_` (tasks ever pushed) is stored by the pusher holding push_.mu after it wrote
+// the slot (release); `pop_.head` (tasks ever taken) by the popper holding pop_.mu. A popper reads
+// tail_ with acquire, so the slots below it and the block links they needed are visible. A
+// block is left by the popper only once it takes the first task of the next block, which the
+// pusher linked before it published that task: so the pusher never touches a block a popper
+// retires. A retired block goes to the one-block `spare_` (the popper's release exchange pairs
+// with the pusher's acquire exchange: the popper's reads of its slots happen-before the pusher's
+// reuse), so a steady stream costs no allocation.
 //
 // Synchronization:
-//   head_, head_index_, tail_, tail_index_, spare_, closed_  guarded by mu_.
-//   len_          written under mu_, read without it by `looks_empty()`: a hint for the hot
-//                 path, and the "is there work" re-check of the parking protocol, which is
-//                 ordered by the seq_cst fences in executor_core.hpp (see there).
-//   INVARIANT (whenever mu_ is free): len_ is the number of queued tasks; they sit in
-//   head_->slots[head_index_ ..] through tail_->slots[.. tail_index_), following `next` from
-//   head_ to tail_; head_ == tail_ == nullptr only before the first push.
+//   push_.mu  guards push_.tail_block, push_.closed (and the stores to tail_).
+//   pop_.mu   guards pop_.head_block (and the stores to pop_.head).
+//   tail_     tasks pushed; release store by the pusher, acquire loads by poppers, relaxed
+//             loads as a hint (looks_empty) ordered by the parking protocol's seq_cst fences
+//             in executor_core.hpp ((N1)/(P1)).
+//   pop_.head tasks taken; stores by the popper under pop_.mu, loads by looks_empty (a hint).
+//   spare_    one free block; exchanges by poppers (give) and the pusher (take).
+//   INVARIANT (whenever both locks are free): head <= tail_; the queued tasks are tasks
+//   head .. tail_ - 1, task k in slot k % block_size of its block, following `next` from
+//   head_block (the block of task head, or of task head - 1 when head is a multiple of
+//   block_size) to tail_block (likewise for tail_).
 //
-// Progress: blocking (short critical sections: a few stores per push, a copy of at most
-// `max_batch` pointers per pop).
+// Progress: blocking (short critical sections: a slot store per push, a copy of at most
+// `max_batch` pointers per pop); pushers and poppers do not wait for each other.
 
 #include <spindle/detail/atomic.hpp>
+#include <spindle/detail/cache_padded.hpp>
 #include <spindle/detail/config.hpp>
 #include <spindle/detail/mutex.hpp>
 #include <spindle/detail/task.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 namespace spindle::detail {
 
-class injector {
+/// The injection queue with blocks of `BlockSize` task pointers (`injector` below; the model
+/// tests use tiny blocks so that a few tasks cross block boundaries).
+template <std::size_t BlockSize>
+class basic_injector {
+  static_assert(BlockSize >= 1);
+
  public:
   /// Task pointers per block.
-  static constexpr std::size_t block_size = 126;
+  static constexpr std::size_t block_size = BlockSize;
   /// Most tasks one pop_batch() takes.
   static constexpr std::size_t max_batch = 64;
 
-  injector() = default;
-  injector(injector const&) = delete;
-  auto operator=(injector const&) -> injector& = delete;
+  /// Throws: std::bad_alloc.
+  basic_injector() {
+    pop_.value.head_block = new block;
+    push_.value.tail_block = pop_.value.head_block;
+  }
+  basic_injector(basic_injector const&) = delete;
+  auto operator=(basic_injector const&) -> basic_injector& = delete;
 
-  /// Preconditions: the queue is empty (the executor runs every task before it is destroyed).
-  ~injector() {
-    block* b = head_;
+  /// Preconditions: no push or pop runs (the executor has joined its workers).
+  ~basic_injector() {
+    block* b = pop_.value.head_block;
     while (b != nullptr) {
       block* const next = b->next;
       delete b;
       b = next;
     }
-    delete spare_;
+    // relaxed: no other thread uses the queue any more.
+    delete spare_.value.load(std::memory_order_relaxed);
   }
 
   /// Appends one task. Returns false (and leaves `t` alone) once the queue is closed.
   /// Throws: std::bad_alloc when a new block cannot be allocated (`t` is not queued).
   [[nodiscard]] auto push(task* t) -> bool {
-    std::lock_guard guard(mu_);
-    if (closed_) {
+    push_side& side = push_.value;
+    std::lock_guard guard(side.mu);
+    if (side.closed) {
       return false;
     }
-    if (tail_ == nullptr) {
-      head_ = tail_ = new block;
-    } else if (tail_index_ == block_size) {
-      block* const b = spare_ != nullptr ? spare_ : new block;
-      spare_ = nullptr;
+    // relaxed: only pushers store tail_, and we hold push_.mu.
+    std::uint64_t const n = tail_.value.load(std::memory_order_relaxed);
+    auto const index = static_cast<std::size_t>(n % block_size);
+    if (index == 0 && n != 0) {
+      // The current block is full: link a fresh one before publishing its first task, so a
+      // popper that sees the task (acquire on tail_) also sees the link.
+      // acquire: pairs with the popper's release exchange in retire(): its reads of the
+      // block's slots happen-before our writes to them.
+      block* b = spare_.value.exchange(nullptr, std::memory_order_acquire);
+      if (b == nullptr) {
+        b = new block;
+      }
       b->next = nullptr;
-      tail_->next = b;
-      tail_ = b;
-      tail_index_ = 0;
+      side.tail_block->next = b;
+      side.tail_block = b;
     }
-    tail_->slots[tail_index_] = t;
-    ++tail_index_;
-    // relaxed: written under mu_; readers without the lock use it as a hint or order it with
-    // the parking protocol's seq_cst fences (executor_core.hpp, (N1)/(P1)).
-    len_.store(len_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    note_write(&side.tail_block->slots[index], sizeof(task*));
+    side.tail_block->slots[index] = t;
+    // release: publishes the slot (and the link to its block) to the acquire load of tail_ in
+    // pop_batch(); the executor's (N1) fence orders it before the look for sleepers.
+    tail_.value.store(n + 1, std::memory_order_release);
     return true;
   }
 
   /// Refuses every later push. Every push that succeeded happens-before close() returns.
   void close() noexcept {
-    std::lock_guard guard(mu_);
-    closed_ = true;
+    std::lock_guard guard(push_.value.mu);
+    push_.value.closed = true;
   }
 
   /// True when the queue looked empty at some recent moment; a hint, see the file comment.
   [[nodiscard]] auto looks_empty() const noexcept -> bool {
-    // relaxed: a hint; the parking protocol orders this load with a seq_cst fence.
-    return len_.load(std::memory_order_relaxed) == 0;
+    // relaxed (both): a hint; the parking protocol orders the load of tail_ with a seq_cst
+    // fence ((P1) in executor_core.hpp, pairing with (N1) after the push). A stale head only
+    // makes the queue look non-empty, which costs a search, never a task.
+    return pop_.value.head.load(std::memory_order_relaxed) ==
+           tail_.value.load(std::memory_order_relaxed);
   }
 
   /// Takes up to `max` tasks (at most max_batch), oldest first: returns the first and passes
@@ -106,13 +146,20 @@ class injector {
     if (looks_empty()) {
       return nullptr;
     }
-    task* batch[max_batch];
+    // The batch's first task is returned; the others go to `sink` once the lock is released.
+    task* first = nullptr;
+    task* rest[max_batch - 1];
     std::size_t take = 0;
-    block* retired = nullptr;
     {
-      std::lock_guard guard(mu_);
-      // relaxed: written only under mu_, which we hold.
-      auto const len = len_.load(std::memory_order_relaxed);
+      pop_side& side = pop_.value;
+      std::lock_guard guard(side.mu);
+      // relaxed: only poppers store head, and we hold the pop lock.
+      std::uint64_t const h = side.head.load(std::memory_order_relaxed);
+      // acquire: pairs with the release store in push(): the slots below it are written and
+      // the blocks holding them linked.
+      std::uint64_t const tail = tail_.value.load(std::memory_order_acquire);
+      SPINDLE_ASSERT(h <= tail, "injector: more tasks taken than pushed");
+      auto const len = static_cast<std::size_t>(tail - h);
       if (len == 0) {
         return nullptr;
       }
@@ -121,40 +168,29 @@ class injector {
       take = take > max_batch ? max_batch : take;
       take = take > len ? len : take;
       for (std::size_t i = 0; i < take; ++i) {
-        if (head_index_ == block_size) {
-          // INVARIANT: len > 0 here, so a later block holds the rest.
-          block* const used = head_;
-          head_ = used->next;
-          head_index_ = 0;
-          if (spare_ == nullptr) {
-            spare_ = used;
-          } else {
-            used->next = retired;
-            retired = used;
-          }
+        auto const index = static_cast<std::size_t>((h + i) % block_size);
+        if (index == 0 && h + i != 0) {
+          // INVARIANT: task h + i exists, so the pusher linked its block before publishing it
+          // and has left the block we retire.
+          block* const used = side.head_block;
+          side.head_block = used->next;
+          retire(used);
         }
-        batch[i] = head_->slots[head_index_];
-        ++head_index_;
+        note_read(&side.head_block->slots[index], sizeof(task*));
+        task* const taken = side.head_block->slots[index];
+        if (i == 0) {
+          first = taken;
+        } else {
+          rest[i - 1] = taken;
+        }
       }
-      if (take == len) {
-        // Empty again: start the (single remaining) block from its first slot.
-        SPINDLE_ASSERT(head_ == tail_ && head_index_ == tail_index_,
-                       "injector: an empty queue spans several blocks");
-        head_index_ = 0;
-        tail_index_ = 0;
-      }
-      // relaxed: as in push().
-      len_.store(len - take, std::memory_order_relaxed);
+      // relaxed: read by looks_empty() as a hint; the next popper reads it under the lock.
+      side.head.store(h + take, std::memory_order_relaxed);
     }
-    while (retired != nullptr) {
-      block* const next = retired->next;
-      delete retired;
-      retired = next;
+    for (std::size_t i = 0; i + 1 < take; ++i) {
+      sink(rest[i]);
     }
-    for (std::size_t i = 1; i < take; ++i) {
-      sink(batch[i]);
-    }
-    return batch[0];
+    return first;
   }
 
   /// Takes one task, or nullptr.
@@ -168,14 +204,36 @@ class injector {
     task* slots[block_size];
   };
 
-  mutable mutex mu_;
-  block* head_ = nullptr;
-  std::size_t head_index_ = 0;
-  block* tail_ = nullptr;
-  std::size_t tail_index_ = 0;
-  block* spare_ = nullptr;
-  bool closed_ = false;
-  atomic<std::size_t> len_{0};
+  /// Keeps `used` as the spare block, or frees it when a spare is already kept.
+  void retire(block* used) noexcept {
+    // acq_rel: release publishes our reads of its slots to the pusher's acquire exchange in
+    // push() before it rewrites them; acquire pairs with the release of the popper that left
+    // the block we get back, whose reads of it then happen-before our delete.
+    block* const old = spare_.value.exchange(used, std::memory_order_acq_rel);
+    delete old;
+  }
+
+  // The popping side: touched by workers only.
+  struct pop_side {
+    mutex mu;
+    block* head_block = nullptr;
+    atomic<std::uint64_t> head{0};
+  };
+  // The pushing side: its own line, which no popper writes.
+  struct push_side {
+    mutex mu;
+    block* tail_block = nullptr;
+    bool closed = false;
+  };
+
+  cache_padded<pop_side> pop_{};
+  cache_padded<push_side> push_{};
+  // Read by every popper and by looks_empty(), stored by the pusher: a line of its own.
+  cache_padded<atomic<std::uint64_t>> tail_{};
+  cache_padded<atomic<block*>> spare_{};
 };
+
+/// 126 pointers and a link: a block is 1 KiB.
+using injector = basic_injector<126>;
 
 }  // namespace spindle::detail
