@@ -9,8 +9,7 @@
 //             spindle post / task_group / spawn+join vs tbb::task_group::run and
 //             tbb::task_arena::enqueue.
 //   for       a trivial loop body over 10,000,000 elements: spindle::parallel_for vs
-//             tbb::parallel_for and `omp parallel for`; serial and two raw threads (static
-//             halves, the machine's ceiling) in the same run.
+//             tbb::parallel_for and `omp parallel for`; serial in the same run.
 //   idle      CPU time burned by an idle executor of 2 workers over 2 s (getrusage).
 // Every scenario checks its result (fib value, task count, element checksum) and fails loudly
 // when it is wrong.
@@ -66,35 +65,6 @@ void check(bool ok, std::string const& what) {
   if (!ok) {
     spindle_bench::fail(what);
   }
-}
-
-/// The floor of a parallel loop on this machine: two threads, started and spinning before the
-/// clock starts, released by one atomic store, each running half of [0, n). Timed from the
-/// release to the later of the two finishing (each thread reads the clock when it is done), so
-/// neither thread start-up nor the join's wake-up is counted.
-template <class Body>
-auto two_raw_threads(std::size_t n, Body const& body) -> double {
-  std::atomic<bool> go{false};
-  std::latch ready(3);
-  clock::time_point end[2];
-  auto half = [&](std::size_t k) {
-    ready.arrive_and_wait();
-    while (!go.load(std::memory_order_acquire)) {
-    }
-    for (std::size_t i = k * (n / 2), e = k == 0 ? n / 2 : n; i < e; ++i) {
-      body(i);
-    }
-    end[k] = clock::now();
-  };
-  std::thread a(half, 0);
-  std::thread b(half, 1);
-  ready.arrive_and_wait();
-  auto const t0 = clock::now();
-  go.store(true, std::memory_order_release);
-  a.join();
-  b.join();
-  auto const t1 = end[0] > end[1] ? end[0] : end[1];
-  return std::chrono::duration<double, std::milli>(t1 - t0).count();
 }
 
 auto run_executor(std::span<char const* const> args) -> int {
@@ -280,7 +250,6 @@ auto run_executor(std::span<char const* const> args) -> int {
   row p_spindle{"spindle parallel_for", "grain 1, adaptive splitting", {}};
   row p_spindle_g{"spindle parallel_for grain 4096", "", {}};
   row p_serial{"serial", "the same loop", {}};
-  row p_raw{"2 raw threads, static halves", "the machine's ceiling", {}};
   row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
   row p_omp{"OpenMP parallel for", "schedule(static)", {}};
   for (int r = 0; r < for_runs; ++r) {
@@ -299,9 +268,6 @@ auto run_executor(std::span<char const* const> args) -> int {
     p_spindle_g.sample.push_back(
         time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, elems, 4096, body); }));
     verify("spindle grain");
-    reset();
-    p_raw.sample.push_back(two_raw_threads(elems, body));
-    verify("raw threads");
 #if defined(SPINDLE_HAVE_TBB)
     reset();
     p_tbb.sample.push_back(time_ms([&] {
@@ -328,7 +294,7 @@ auto run_executor(std::span<char const* const> args) -> int {
     verify("omp");
 #endif
   }
-  std::vector<row> for_rows{p_spindle, p_spindle_g, p_serial, p_raw};
+  std::vector<row> for_rows{p_spindle, p_spindle_g, p_serial};
 #if defined(SPINDLE_HAVE_TBB)
   for_rows.push_back(p_tbb);
 #endif
