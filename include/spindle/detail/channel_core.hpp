@@ -290,7 +290,9 @@ template <class T, class PollRecv, class TryRecv, class Ready>
 auto recv_blocking(PollRecv&& poll_recv, TryRecv&& try_recv, wait_list& list, Ready&& ready,
                    wait_options const& options) noexcept -> recv_result<T> {
   for (;;) {
-    wait_budget budget(options, options.spin ? wait_budget::default_polls : 0,
+    // No polls for a wait whose deadline has passed (recv_for(0)): it ends after one look.
+    bool const poll_first = options.spin && !options.expired();
+    wait_budget budget(options, poll_first ? wait_budget::default_polls : 0,
                        wait_budget::full_every - 1);
     do {
       auto r = budget.full_attempt_due() ? try_recv() : poll_recv();
