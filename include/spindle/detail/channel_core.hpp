@@ -73,9 +73,15 @@ namespace detail {
 struct wait_options {
   std::optional<steady_time> deadline;
   std::stop_token const* stop = nullptr;
-  /// Whether a blocked receive polls before it yields (phase (1) of wait_budget). The handles
-  /// set it from channel_state::users_fit_cores().
-  bool spin = true;
+  /// Whether a blocked receive polls before it yields (phase (1) of wait_budget), asked only
+  /// once its first look found nothing; null means yes. channel_state::recv points it at
+  /// users_fit_cores().
+  bool (*may_spin)(void const* arg) noexcept = nullptr;
+  void const* may_spin_arg = nullptr;
+
+  [[nodiscard]] auto spin() const noexcept -> bool {
+    return may_spin == nullptr || may_spin(may_spin_arg);
+  }
 
   [[nodiscard]] auto expired() const noexcept -> bool {
     return deadline && std::chrono::steady_clock::now() >= *deadline;
@@ -277,7 +283,7 @@ class wait_budget {
 /// the full attempt runs once every `full_every` rounds and always once before parking or
 /// giving up. A flavour without a cheaper poll passes try_recv for both.
 ///
-/// Phase (1), polling one pause apart, runs only when `options.spin` says the channel's users
+/// Phase (1), polling one pause apart, runs only when `options.spin()` says the channel's users
 /// fit on the cores. When they do not (4 producers and 2 consumers on 2 cores, the seed
 /// scenario), the sender a receiver waits for is usually waiting for a core, and polling
 /// keeps that core from it while pulling the slot lines away from the senders that do run:
@@ -290,17 +296,21 @@ class wait_budget {
 template <class T, class PollRecv, class TryRecv, class Ready>
 auto recv_blocking(PollRecv&& poll_recv, TryRecv&& try_recv, wait_list& list, Ready&& ready,
                    wait_options const& options) noexcept -> recv_result<T> {
+  if (auto r = poll_recv(); r.status != recv_status::empty) {
+    return r;
+  }
+  bool const spin = options.spin();
   for (;;) {
     // No polls for a wait whose deadline has passed (recv_for(0)): it ends after one look.
-    bool const poll_first = options.spin && !options.expired();
+    bool const poll_first = spin && !options.expired();
     wait_budget budget(options, poll_first ? wait_budget::default_polls : 0,
                        wait_budget::full_every - 1);
-    do {
+    while (budget.keep_trying()) {
       auto r = budget.full_attempt_due() ? try_recv() : poll_recv();
       if (r.status != recv_status::empty) {
         return r;
       }
-    } while (budget.keep_trying());
+    }
     if (auto r = try_recv(); r.status != recv_status::empty) {
       return r;
     }

@@ -112,9 +112,12 @@ class channel_state {
   }
 
   /// Receives through the flavour, blocking as `options` says (see recv_blocking in
-  /// channel_core.hpp for `spin`, which this sets).
+  /// channel_core.hpp for `may_spin`, which this sets).
   auto recv(wait_options options) noexcept -> recv_result<T> {
-    options.spin = users_fit_cores();
+    options.may_spin = [](void const* self) noexcept {
+      return static_cast<channel_state const*>(self)->users_fit_cores();
+    };
+    options.may_spin_arg = this;
     return visit([&](auto& flavour) { return flavour.recv(options); });
   }
 
