@@ -372,6 +372,35 @@ TEST(BoundedChannel, BlockedSendResumesWhenASlotFrees) {
   t.join();
 }
 
+// A sender waiting on a full channel prefers to resume once half the ring is free (cache lines
+// then cross between cores once per four messages, not once per message), but one free slot is
+// always enough: here the receiver frees exactly one and then waits for the sender, so a sender
+// that held out for more room would never finish. Checked while the sender is still in its
+// yield rounds and after it has parked.
+TEST(BoundedChannel, BlockedSendNeedsOnlyOneFreeSlot) {
+  for (auto const pause : {0ms, 20ms}) {
+    constexpr int capacity = 64;
+    auto [tx, rx] = spindle::bounded<int>(capacity);
+    for (int i = 0; i < capacity; ++i) {
+      ASSERT_TRUE(tx.try_send(i));
+    }
+    auto [done_tx, done_rx] = spindle::bounded<int>(1);
+    std::thread t([tx = tx, done_tx = done_tx]() mutable {
+      EXPECT_TRUE(tx.send(capacity));  // full: blocks until the receiver frees one slot
+      EXPECT_TRUE(done_tx.send(1));
+    });
+    std::this_thread::sleep_for(pause);
+    EXPECT_EQ(*rx.recv(), 0);  // one free slot, and no more until the sender reports back
+    auto const done = done_rx.recv_for(10s);
+    EXPECT_EQ(done.status, recv_status::received) << "pause " << pause.count() << " ms";
+    if (done.status != recv_status::received) {
+      rx.close();  // lets a stuck sender fail with `closed`, so the thread can be joined
+    }
+    t.join();
+    EXPECT_EQ(rx.size(), static_cast<std::size_t>(capacity));
+  }
+}
+
 TEST(BoundedChannel, BlockedRecvResumesOnSend) {
   auto [tx, rx] = spindle::bounded<int>(1);
   std::latch started(1);
