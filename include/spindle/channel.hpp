@@ -20,7 +20,9 @@
 // futex (detail/wait_list.hpp); no system call is made on a path where nobody sleeps. A
 // receiver first polls for about 2 us when the channel's handles number at most the
 // processors, and otherwise yields between tries from the start (detail::recv_blocking says
-// why). One waiter is woken per sent message or freed slot; close wakes everyone.
+// why). A sender waiting on a full bounded channel holds back, while it yields, until half
+// the ring is free (detail/channel_array.hpp, "room to resume"). One waiter is woken per sent
+// message or freed slot; close wakes everyone.
 //
 // Progress: try_send/try_recv of the bounded and unbounded flavours are lock-free in the
 // system-wide sense except while the one slot they need is mid-transfer by a preempted thread
