@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -54,6 +55,24 @@ TEST(Parallel, ForWithGrainAndSignedRange) {
                         [&](int i) { hits[static_cast<std::size_t>(i + 1000)].fetch_add(1); });
   for (auto const& h : hits) {
     ASSERT_EQ(h.load(), 1);
+  }
+}
+
+// A grain at least as large as the range means one serial loop on the calling thread, even
+// a grain past the largest signed index difference.
+TEST(Parallel, GrainLargerThanTheRangeRunsOneSerialLoop) {
+  spindle::executor ex{2};
+  for (std::size_t const grain : {std::size_t{100}, std::numeric_limits<std::size_t>::max()}) {
+    std::vector<int> order;
+    auto const caller = std::this_thread::get_id();
+    bool elsewhere = false;
+    spindle::parallel_for(ex, 0, 100, grain, [&](int i) {
+      elsewhere = elsewhere || std::this_thread::get_id() != caller;
+      order.push_back(i);  // no lock needed: a single serial loop
+    });
+    EXPECT_FALSE(elsewhere) << "grain " << grain;
+    ASSERT_EQ(order.size(), 100U);
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
   }
 }
 

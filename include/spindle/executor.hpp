@@ -158,11 +158,14 @@ using stored_result_t = typename result_slot<std::invoke_result_t<Fn&>>::stored;
 /// itself as if it were a worker (its joins push onto the slot's deque, where workers steal
 /// them, and it helps while it waits), so the work starts at once instead of after a
 /// sleeping worker wakes. Otherwise the job goes to the injector and the caller sleeps. The
-/// job lives in this frame either way: no allocation.
+/// job lives in this frame either way: no allocation. `helpers`: how many sleeping workers a
+/// guest wakes at once because `fn` is known to split into that much parallel work (an outside
+/// parallel loop; see executor_core::wake_for_guest()); 0 leaves waking to the pushes.
 /// Throws: std::logic_error after shutdown; whatever fn throws.
 template <class Fn>
-auto run_as_root(executor_core& core, Fn& fn) -> stored_result_t<Fn> {
+auto run_as_root(executor_core& core, Fn& fn, std::size_t helpers = 0) -> stored_result_t<Fn> {
   if (worker_ctx* const g = core.enter_guest()) {
+    core.wake_for_guest(helpers);
     struct leave_guard {
       executor_core& core;
       worker_ctx& g;

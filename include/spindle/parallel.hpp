@@ -13,8 +13,9 @@
 //
 // From a worker, the loop runs in place and the worker helps while it waits. From any other
 // thread, the caller takes one of the executor's guest slots and does the same (its halves
-// are stolen from the slot's deque by the workers it wakes), so the loop starts at once
-// instead of after a sleeping worker wakes; with every slot taken, the whole loop is injected
+// are stolen from the slot's deque by workers it wakes at entry, as many as the range can
+// keep busy: executor_core::wake_for_guest), so the loop starts at once instead of after a
+// sleeping worker wakes; with every slot taken, the whole loop is injected
 // as one task and the caller sleeps (detail::run_as_root). No allocation either way.
 //
 // Exceptions: if f (or map/reduce) throws, the remaining work of that branch is skipped, the
@@ -26,10 +27,12 @@
 #include <spindle/detail/executor_core.hpp>
 #include <spindle/executor.hpp>
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -137,8 +140,16 @@ inline auto initial_splitter(executor& ex) noexcept -> splitter {
   return {2 * n, n};
 }
 
+/// How many workers a loop over `n` indices, never split below `grain`, can keep busy besides
+/// the thread that starts it.
+inline auto loop_helpers(executor& ex, std::ptrdiff_t n, std::ptrdiff_t grain) noexcept
+    -> std::size_t {
+  auto const pieces = static_cast<std::size_t>((n - 1) / grain + 1);
+  return std::min(ex.size(), pieces - 1);
+}
+
 template <class Fn>
-auto run_in_workers(executor& ex, Fn& fn) -> stored_result_t<Fn> {
+auto run_in_workers(executor& ex, Fn& fn, std::size_t helpers) -> stored_result_t<Fn> {
   if (ex.core().local() != nullptr) {
     if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>) {
       fn();
@@ -147,7 +158,7 @@ auto run_in_workers(executor& ex, Fn& fn) -> stored_result_t<Fn> {
       return fn();
     }
   }
-  return run_as_root(ex.core(), fn);
+  return run_as_root(ex.core(), fn, helpers);
 }
 
 }  // namespace detail
@@ -164,11 +175,13 @@ void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f) {
   if (n == 0) {
     return;
   }
-  auto const g = static_cast<std::ptrdiff_t>(grain == 0 ? 1 : grain);
+  // A grain past the largest range (up to SIZE_MAX) means "never split".
+  constexpr auto max_grain = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  auto const g = static_cast<std::ptrdiff_t>(grain == 0 ? 1 : std::min(grain, max_grain));
   auto body = [&] {
     detail::for_range(ex, detail::core_local(ex), first, n, g, detail::initial_splitter(ex), f);
   };
-  detail::run_in_workers(ex, body);
+  detail::run_in_workers(ex, body, detail::loop_helpers(ex, n, g));
 }
 
 /// parallel_for with grain 1: the adaptive splitter alone decides how far to split.
@@ -197,7 +210,7 @@ auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& 
     return detail::reduce_range<T>(ex, detail::core_local(ex), first, n, 1,
                                    detail::initial_splitter(ex), map, reduce);
   };
-  T total = detail::run_in_workers(ex, body);
+  T total = detail::run_in_workers(ex, body, detail::loop_helpers(ex, n, 1));
   return std::invoke(reduce, std::move(init), std::move(total));
 }
 
