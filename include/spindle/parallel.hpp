@@ -15,8 +15,8 @@
 // thread, the caller takes one of the executor's guest slots and does the same (its halves
 // are stolen from the slot's deque by workers it wakes at entry, as many as the range can
 // keep busy: executor_core::wake_for_guest), so the loop starts at once instead of after a
-// sleeping worker wakes; with every slot taken, the whole loop is injected
-// as one task and the caller sleeps (detail::run_as_root). No allocation either way.
+// sleeping worker wakes; with every slot taken, the whole loop is injected as one task and
+// the caller sleeps (detail::run_as_root). No allocation either way.
 //
 // Exceptions: if f (or map/reduce) throws, the remaining work of that branch is skipped, the
 // other branches still finish, and one of the exceptions propagates to the caller.
