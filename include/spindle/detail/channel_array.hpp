@@ -230,11 +230,12 @@ class array_channel {
     return capacity;
   }
 
-  /// The position after `pos` (next index, or index 0 of the next lap).
-  [[nodiscard]] auto advance(std::uint64_t pos) const noexcept -> std::uint64_t {
-    auto const index = pos & (mark_bit_ - 1);
+  /// The position `n` after `pos`, for n < capacity (the next index, or one in the next lap).
+  [[nodiscard]] auto advance(std::uint64_t pos, std::uint64_t n = 1) const noexcept
+      -> std::uint64_t {
+    auto const index = (pos & (mark_bit_ - 1)) + n;
     auto const lap = pos & ~(one_lap_ - 1);
-    return index + 1 < capacity_ ? pos + 1 : lap + one_lap_;
+    return index < capacity_ ? lap + index : lap + one_lap_ + (index - capacity_);
   }
 
   auto start_send(std::uint64_t& tail, slot*& out) noexcept -> claim {
@@ -420,9 +421,7 @@ class array_channel {
     if (resume_room_ == 0) {
       return true;
     }
-    auto const index = (tail & (mark_bit_ - 1)) + resume_room_;
-    auto const lap = tail & ~(one_lap_ - 1);
-    auto const ahead = index < capacity_ ? lap + index : lap + one_lap_ + (index - capacity_);
+    auto const ahead = advance(tail, resume_room_);
     // relaxed: a hint for when to try; the claim itself goes through the stamp at `tail` and
     // the CAS on tail_.
     return slots_[ahead & (mark_bit_ - 1)].stamp.load(std::memory_order_relaxed) == ahead;
