@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -190,6 +191,53 @@ TEST(BoundedChannel, WrapsAroundOverManyLaps) {
     ASSERT_EQ(*r.value, next_out++);
   }
   EXPECT_EQ(next_in, next_out);
+}
+
+// The ring spreads consecutive positions over different cache lines (channel_array.hpp,
+// "Spread slots"): fully for capacities of a power of two times the slots per line, partly
+// for others, and not at all for slots of a whole line. Every layout keeps FIFO order and the
+// exact bound over many laps at every fill level.
+template <std::size_t Bytes>
+struct payload {
+  std::uint64_t seq = 0;
+  std::array<std::byte, Bytes - sizeof(std::uint64_t)> pad{};
+};
+
+template <std::size_t Bytes>
+void check_fifo_over_laps(std::size_t cap) {
+  auto [tx, rx] = spindle::bounded<payload<Bytes>>(cap);
+  std::uint64_t next_in = 0;
+  std::uint64_t next_out = 0;
+  for (std::size_t round = 0; round < 40 * cap; ++round) {
+    auto const burst = (round % 7) + 1;
+    for (std::size_t i = 0; i < burst && tx.try_send(payload<Bytes>{next_in, {}}); ++i) {
+      ++next_in;
+    }
+    ASSERT_LE(rx.size(), cap);
+    if (round % 5 == 0) {
+      while (tx.try_send(payload<Bytes>{next_in, {}})) {
+        ++next_in;
+      }
+      ASSERT_EQ(rx.size(), cap) << "capacity " << cap << ", " << Bytes << "-byte values";
+    }
+    for (std::size_t i = 0; i < (round % 3) + 1 && next_out < next_in; ++i) {
+      auto r = rx.try_recv();
+      ASSERT_TRUE(r) << "capacity " << cap;
+      ASSERT_EQ(r.value->seq, next_out++) << "capacity " << cap << ", " << Bytes << "-byte values";
+    }
+  }
+  while (auto r = rx.try_recv()) {
+    ASSERT_EQ(r.value->seq, next_out++);
+  }
+  EXPECT_EQ(next_in, next_out);
+}
+
+TEST(BoundedChannel, SpreadRingKeepsFifoOrderForEveryLayout) {
+  for (std::size_t cap : {2U, 4U, 7U, 8U, 9U, 16U, 37U, 64U, 100U, 1024U}) {
+    check_fifo_over_laps<8>(cap);
+    check_fifo_over_laps<24>(cap);
+    check_fifo_over_laps<64>(cap);
+  }
 }
 
 // ---- Move-only and counted payloads -------------------------------------------------------

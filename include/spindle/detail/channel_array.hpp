@@ -22,17 +22,33 @@
 // Room to resume: a sender that found the channel full and waits for room does not take the
 // first slot a receiver frees; in its poll rounds it waits until `resume_room_` more slots
 // behind that one are free too (half the capacity, at most 512), then sends again. Otherwise
-// a full ring makes every sender write the slot a receiver has just emptied, next to the one
-// that receiver reads next: each 64-byte line of slots goes back and forth between the two
-// cores once per message. With room between them, the senders fill lines the receivers left
-// long ago, and each line crosses once per four 16-byte slots. Linux wakes a socket writer on
-// the same rule, only once half the send buffer is free (net/core/sock.c,
-// sock_def_write_space). It is a heuristic for how to wait, never a condition: the full
-// attempt every `wait_budget::full_every` rounds and the check before parking need only one
-// free slot, so a sender never waits for room that no receiver will make.
+// a full ring keeps every waiting sender polling and writing the slot a receiver has just
+// emptied, while that receiver works on the next positions: the lines around the receivers'
+// position go back and forth between the cores on every message. With room between them, the
+// senders work on lines the receivers left long ago. Linux wakes a socket writer on the same
+// rule, only once half the send buffer is free (net/core/sock.c, sock_def_write_space). It is
+// a heuristic for how to wait, never a condition: the full attempt every
+// `wait_budget::full_every` rounds and the check before parking need only one free slot, so a
+// sender never waits for room that no receiver will make.
 //   `spindle-bench channel` on the 2-core machine, same binary and minutes, room 0 against
-//   room 512: seed 4P/2C 10.9-12.2 against 13.8-19.0 M msg/s, 2P/2C 9.5-11.4 against
-//   13.7-15.0, SPSC 12.1-13.0 against 26.2-28.5.
+//   room 512: before slots were spread (below), seed 4P/2C 10.9-12.2 against 13.8-19.0 M
+//   msg/s, 2P/2C 9.5-11.4 against 13.7-15.0, SPSC 12.1-13.0 against 26.2-28.5; with spread
+//   slots, seed 16.6 against 19.8, 2P/2C 17.0 against 16.9, SPSC 11.9 against 26.0.
+//
+// Spread slots: consecutive positions live on different cache lines. The ring is laid out
+// column by column: with `columns` slots to a 64-byte line and `rows` a power of two, position
+// index i sits at row i % rows, column i / rows (a mask, a shift and an or), so the slots of
+// one line are `rows` positions apart. Two receivers taking neighbouring positions, or two
+// senders, then write different lines instead of passing one back and forth; the shared
+// positions head_ and tail_ are the only lines same-side threads still contend on. When the
+// capacity is not `rows * columns`, the last indices (fewer than half) stay in place, so the
+// ring holds exactly `capacity` slots. atomic_queue remaps its indices for the same reason
+// (max0x7ba/atomic_queue, RESEARCH.md §4). `spindle-bench channel`, one binary, rows interleaved,
+// slow mode of the 2-core machine: seed 4P/2C 19.1 against 13.6-14.8 M msg/s unspread, with the
+// minimum of 11 runs 18.2 against 11.2-12.0 (the spread also removes the low mode of that
+// scenario); 2P/2C 18.3 against 13.7; SPSC 27.4-27.5 against 29.5-30.0, which loses the four
+// messages a line carried from one side to the other. Spreading over 128-byte pairs of lines
+// measured slower (seed 18.6 against 20.1, SPSC 20.2 against 24.8).
 //
 // Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
 // then on; receivers drain what was claimed before and then see closed. When the last receiver
@@ -48,6 +64,7 @@
 // the wait list's is_empty flag (see wait_list.hpp), and on x86 a CAS is a full barrier anyway.
 //
 // Memory: capacity slots of (8 bytes + sizeof(T), aligned), allocated once; nothing per message.
+// A slot of 64 bytes or more is not spread (one slot a line already).
 
 #include <spindle/detail/atomic.hpp>
 #include <spindle/detail/backoff.hpp>
@@ -80,10 +97,11 @@ class array_channel {
         mark_bit_(std::bit_ceil(static_cast<std::uint64_t>(capacity) + 1)),
         one_lap_(mark_bit_ * 2),
         resume_room_(std::min(capacity_ / 2, max_resume_room)),
+        spread_(spread_for(capacity)),
         slots_(std::make_unique<slot[]>(capacity)) {
-    for (std::size_t i = 0; i < capacity_; ++i) {
+    for (std::uint64_t i = 0; i < capacity_; ++i) {
       // relaxed: the channel is not shared yet; handing out the handles publishes it.
-      slots_[i].stamp.store(i, std::memory_order_relaxed);
+      slot_at(i).stamp.store(i, std::memory_order_relaxed);
     }
   }
 
@@ -206,6 +224,9 @@ class array_channel {
 
  private:
   static constexpr std::size_t max_resume_room = 512;
+  // The line size that spreading slots is measured in: 64 bytes, not cache_line's 128 (which
+  // counts the adjacent-line prefetcher's pairs); 128 measured slower (see the header).
+  static constexpr std::size_t line_bytes = 64;
 
   struct slot {
     // INVARIANT: storage holds a live T exactly when stamp == position + 1 for the position
@@ -230,6 +251,38 @@ class array_channel {
     return capacity;
   }
 
+  /// Where consecutive positions go in the ring (see "Spread slots" in the header): the
+  /// first `count` indices, a power of two `rows` times `columns`, are laid out column by
+  /// column, so index i sits at row i % rows, column i / rows; the rest stay in place.
+  struct spread {
+    std::uint64_t count = 0;
+    std::uint64_t row_mask = 0;
+    unsigned column_bits = 0;
+    unsigned row_bits = 0;
+  };
+
+  static auto spread_for(std::size_t capacity) noexcept -> spread {
+    constexpr std::uint64_t columns = line_bytes / sizeof(slot);
+    if constexpr (columns < 2) {
+      return {};
+    } else {
+      auto const rows = std::bit_floor(static_cast<std::uint64_t>(capacity) / columns);
+      if (rows < 2) {
+        return {};
+      }
+      return {rows * columns, rows - 1, static_cast<unsigned>(std::countr_zero(columns)),
+              static_cast<unsigned>(std::countr_zero(rows))};
+    }
+  }
+
+  /// The slot of position `pos` (its index bits, spread).
+  [[nodiscard]] auto slot_at(std::uint64_t pos) const noexcept -> slot& {
+    auto const index = pos & (mark_bit_ - 1);
+    auto const spread_index =
+        ((index & spread_.row_mask) << spread_.column_bits) | (index >> spread_.row_bits);
+    return slots_[index < spread_.count ? spread_index : index];
+  }
+
   /// The position `n` after `pos`, for n < capacity (the next index, or one in the next lap).
   [[nodiscard]] auto advance(std::uint64_t pos, std::uint64_t n = 1) const noexcept
       -> std::uint64_t {
@@ -247,7 +300,7 @@ class array_channel {
       if ((tail & mark_bit_) != 0) {
         return claim::closed;
       }
-      slot& s = slots_[tail & (mark_bit_ - 1)];
+      slot& s = slot_at(tail);
       // The stamp load is followed by the value and stamp stores: take the line exclusive now.
       prefetch_for_write(&s);
       // acquire: pairs with the release stamp store in read(); the previous value of this
@@ -303,7 +356,7 @@ class array_channel {
     // relaxed: re-validated by the stamp and the CAS, as in start_send.
     head = head_.value.load(std::memory_order_relaxed);
     for (;;) {
-      slot& s = slots_[head & (mark_bit_ - 1)];
+      slot& s = slot_at(head);
       // acquire: pairs with the release stamp store in write(); the value is constructed.
       auto const stamp = s.stamp.load(std::memory_order_acquire);
       if (head + 1 == stamp) {
@@ -366,7 +419,7 @@ class array_channel {
       if ((tail & mark_bit_) != 0) {
         return send_status::closed;
       }
-      slot& s = slots_[tail & (mark_bit_ - 1)];
+      slot& s = slot_at(tail);
       // acquire: pairs with the release stamp store in read(), as in start_send.
       if (s.stamp.load(std::memory_order_acquire) != tail) {
         return send_status::full;
@@ -398,7 +451,7 @@ class array_channel {
     // relaxed: re-validated by the stamp and the CAS, as in start_recv.
     auto head = head_.value.load(std::memory_order_relaxed);
     for (;;) {
-      slot& s = slots_[head & (mark_bit_ - 1)];
+      slot& s = slot_at(head);
       // acquire: pairs with the release stamp store in write(); the value is constructed.
       if (s.stamp.load(std::memory_order_acquire) != head + 1) {
         return recv_result<T>{recv_status::empty, std::nullopt};
@@ -424,7 +477,7 @@ class array_channel {
     auto const ahead = advance(tail, resume_room_);
     // relaxed: a hint for when to try; the claim itself goes through the stamp at `tail` and
     // the CAS on tail_.
-    return slots_[ahead & (mark_bit_ - 1)].stamp.load(std::memory_order_relaxed) == ahead;
+    return slot_at(ahead).stamp.load(std::memory_order_relaxed) == ahead;
   }
 
   [[nodiscard]] auto is_empty() const noexcept -> bool {
@@ -452,6 +505,7 @@ class array_channel {
   std::uint64_t one_lap_;
   // Free slots a waiting sender wants after the first before its poll rounds send again.
   std::size_t resume_room_;
+  spread spread_;
   std::unique_ptr<slot[]> slots_;
   cache_padded<wait_list> senders_;
   cache_padded<wait_list> receivers_;
