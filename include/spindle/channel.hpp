@@ -9,7 +9,9 @@
 // Flavours (RESEARCH.md §1.2-1.6, (b) 1-7, after crossbeam-channel):
 //   bounded(n), n >= 1  a preallocated ring of n stamped slots (Vyukov's bounded MPMC queue as
 //                       crossbeam builds it): no allocation per message, any n (not only powers
-//                       of two), linearizable FIFO. detail/channel_array.hpp.
+//                       of two), linearizable FIFO. Consecutive positions sit on different
+//                       cache lines, so threads on the same side do not share a slot's line.
+//                       detail/channel_array.hpp.
 //   bounded(0)          a rendezvous: send completes only when a receiver takes the value.
 //                       detail/channel_zero.hpp.
 //   unbounded()         a lock-free list of 31-slot blocks (crossbeam list.rs); send never
