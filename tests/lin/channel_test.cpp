@@ -103,6 +103,14 @@ TEST(LinChannel, BoundedCapacityThree) {
                            << spindle_lin::describe(bad);
 }
 
+// bounded(9) of 8-byte values spreads its first 8 positions over two rows of slots
+// (channel_array.hpp, "Spread slots") and leaves the ninth in place.
+TEST(LinChannel, BoundedCapacityNineSpreadsItsSlots) {
+  auto const bad = check_channels(9, 5);
+  EXPECT_TRUE(bad.empty()) << "bounded(9) history not linearizable:\n"
+                           << spindle_lin::describe(bad);
+}
+
 TEST(LinChannel, Unbounded) {
   auto const bad = check_channels(std::numeric_limits<std::size_t>::max(), 4);
   EXPECT_TRUE(bad.empty()) << "unbounded history not linearizable:\n" << spindle_lin::describe(bad);

@@ -262,7 +262,8 @@ TEST_P(ChannelStress, LastReceiverDropRacingWithSendsLosesNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ChannelStress,
                          ::testing::Values(flavour{"Bounded1024", 1024}, flavour{"Bounded1", 1},
-                                           flavour{"Bounded3", 3}, flavour{"Unbounded", SIZE_MAX},
+                                           flavour{"Bounded3", 3}, flavour{"Bounded37", 37},
+                                           flavour{"Unbounded", SIZE_MAX},
                                            flavour{"Rendezvous", 0}),
                          [](auto const& info) { return info.param.name; });
 
