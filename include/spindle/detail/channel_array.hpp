@@ -37,11 +37,11 @@
 //
 // Spread slots: consecutive positions live on different cache lines. The ring is laid out
 // column by column: with `columns` slots to a 64-byte line and `rows` a power of two, position
-// index i sits at row i % rows, column i / rows (a mask, a shift and an or), so the slots of
+// index i sits at row i % rows, column i / rows (a mask, two shifts and an or), so the slots of
 // one line are `rows` positions apart. Two receivers taking neighbouring positions, or two
 // senders, then write different lines instead of passing one back and forth; the shared
 // positions head_ and tail_ are the only lines same-side threads still contend on. When the
-// capacity is not `rows * columns`, the last indices (fewer than half) stay in place, so the
+// capacity is not `rows * columns`, the last indices (at most about half) stay in place, so the
 // ring holds exactly `capacity` slots. atomic_queue remaps its indices for the same reason
 // (max0x7ba/atomic_queue, RESEARCH.md §4). `spindle-bench channel`, one binary, rows interleaved,
 // slow mode of the 2-core machine: seed 4P/2C 19.1 against 13.6-14.8 M msg/s unspread, with the
@@ -64,7 +64,7 @@
 // the wait list's is_empty flag (see wait_list.hpp), and on x86 a CAS is a full barrier anyway.
 //
 // Memory: capacity slots of (8 bytes + sizeof(T), aligned), allocated once; nothing per message.
-// A slot of 64 bytes or more is not spread (one slot a line already).
+// Slots of more than 32 bytes are not spread (fewer than two fit a line).
 
 #include <spindle/detail/atomic.hpp>
 #include <spindle/detail/backoff.hpp>
