@@ -195,8 +195,8 @@ TEST(BoundedChannel, WrapsAroundOverManyLaps) {
 
 // The ring spreads consecutive positions over different cache lines (channel_array.hpp,
 // "Spread slots"): fully for capacities of a power of two times the slots per line, partly
-// for others, and not at all for slots of a whole line. Every layout keeps FIFO order and the
-// exact bound over many laps at every fill level.
+// for others, and not at all for slots of more than half a line. Every layout keeps FIFO order and
+// the exact bound over many laps at every fill level.
 template <std::size_t Bytes>
 struct payload {
   std::uint64_t seq = 0;
@@ -420,10 +420,10 @@ TEST(BoundedChannel, BlockedSendResumesWhenASlotFrees) {
   t.join();
 }
 
-// A sender waiting on a full channel prefers to resume once half the ring is free (cache lines
-// then cross between cores once per four messages, not once per message), but one free slot is
-// always enough: here the receiver frees exactly one and then waits for the sender, so a sender
-// that held out for more room would never finish. Checked while the sender is still in its
+// A sender waiting on a full channel prefers to resume once half the ring is free (it then
+// works on lines the receivers left long ago, not on the ones they are reading), but one free
+// slot is always enough: here the receiver frees exactly one and then waits for the sender, so a
+// sender that held out for more room would never finish. Checked while the sender is still in its
 // yield rounds and after it has parked.
 TEST(BoundedChannel, BlockedSendNeedsOnlyOneFreeSlot) {
   for (auto const pause : {0ms, 20ms}) {
