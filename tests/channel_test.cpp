@@ -341,7 +341,8 @@ TEST(Channel, HandlesCanBeMoveAndCopyAssigned) {
   EXPECT_EQ(*rx2.recv(), 5);
 }
 
-#if defined(SPINDLE_ENABLE_ASSERTS)
+// Checked in every build, not only with SPINDLE_ENABLE_ASSERTS; channel_misuse_test.cpp tries
+// every operation.
 TEST(ChannelDeathTest, UsingAMovedFromHandleAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto [tx, rx] = spindle::bounded<int>(1);
@@ -350,7 +351,6 @@ TEST(ChannelDeathTest, UsingAMovedFromHandleAborts) {
   EXPECT_DEATH(static_cast<void>(tx.try_send(1)), "moved-from spindle::sender");   // NOLINT
   EXPECT_DEATH(static_cast<void>(rx.try_recv()), "moved-from spindle::receiver");  // NOLINT
 }
-#endif
 
 // ---- Timeouts and cancellation -------------------------------------------------------------
 

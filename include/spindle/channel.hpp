@@ -43,6 +43,15 @@
 //   - Every value a send accepted is received or destroyed exactly once; a value whose send did
 //     not succeed is handed back in send_result::value, never dropped.
 //
+// Timeouts: the _for and _until calls saturate instead of overflowing. A deadline already passed
+// (time_point::min(), a timeout <= 0) or NaN makes one try; one beyond steady_clock's range
+// (time_point::max() on any clock, duration::max(), +inf) never expires
+// (detail/channel_core.hpp, "Deadlines").
+//
+// Iteration: `for (auto v : rx)` and the standard range adaptors. The iterator receives only
+// when it is compared with the end or dereferenced, so take(n) and views::counted never receive
+// a message they do not yield (receiver::iterator gives the rule).
+//
 // Capacity: capacity() is the bound of a bounded channel, 0 for a rendezvous, and
 // std::numeric_limits<std::size_t>::max() for an unbounded channel.
 //
@@ -59,9 +68,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <ranges>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
@@ -119,6 +130,8 @@ class sender {
 
   /// As send(), but gives up after `timeout`: `sent`, `closed` or `timed_out`, the value
   /// handed back unless sent.
+  /// A timeout of zero or less, or NaN, makes one try and does not wait; one too long for
+  /// steady_clock (duration::max(), +inf) waits without end.
   template <class Rep, class Period>
   auto send_for(T value, std::chrono::duration<Rep, Period> timeout) -> send_result<T> {
     detail::wait_options const options{detail::deadline_after(timeout), nullptr};
@@ -127,6 +140,9 @@ class sender {
 
   /// As send(), but gives up at `deadline`, on any clock (measured as the time left on
   /// steady_clock): `sent`, `closed` or `timed_out`, the value handed back unless sent.
+  /// A deadline already passed (time_point::min() included), or NaN, makes one try and does not
+  /// wait; one beyond steady_clock's range (time_point::max() of any clock and duration type)
+  /// waits without end.
   template <class Clock, class Duration>
   auto send_until(T value, std::chrono::time_point<Clock, Duration> deadline) -> send_result<T> {
     detail::wait_options const options{detail::to_steady(deadline), nullptr};
@@ -161,8 +177,9 @@ class sender {
     return send_result<T>{status, std::optional<T>(std::move(value))};
   }
 
+  /// The channel; every operation other than the special members goes through here.
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
-    SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from spindle::sender");
+    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::sender");
     return *state_;
   }
 
@@ -219,6 +236,8 @@ class receiver {
   }
 
   /// As recv(), but gives up after `timeout`: `received`, `timed_out` or `closed`.
+  /// A timeout of zero or less, or NaN, makes one try and does not wait; one too long for
+  /// steady_clock (duration::max(), +inf) waits without end.
   template <class Rep, class Period>
   auto recv_for(std::chrono::duration<Rep, Period> timeout) -> recv_result<T> {
     return get().recv({detail::deadline_after(timeout), nullptr});
@@ -226,6 +245,9 @@ class receiver {
 
   /// As recv(), but gives up at `deadline`, on any clock (measured as the time left on
   /// steady_clock): `received`, `timed_out` or `closed`.
+  /// A deadline already passed (time_point::min() included), or NaN, makes one try and does not
+  /// wait; one beyond steady_clock's range (time_point::max() of any clock and duration type)
+  /// waits without end.
   template <class Clock, class Duration>
   auto recv_until(std::chrono::time_point<Clock, Duration> deadline) -> recv_result<T> {
     return get().recv({detail::to_steady(deadline), nullptr});
@@ -252,46 +274,154 @@ class receiver {
   /// An input iterator that receives: `for (auto v : rx)` receives until the channel is
   /// closed and drained. `*it` is an rvalue reference to the received value, so move-only
   /// values can be taken by value.
+  ///
+  /// Lazy: the iterator receives when it is first compared with the end or dereferenced, not
+  /// in begin() and not in operator++. operator++ destroys the value the iterator holds (the
+  /// one the caller already looked at; if it never looked, the next value is received and
+  /// destroyed: that is what skipping it means). So an adaptor that stops after a count
+  /// (std::views::take, std::views::counted) ends without receiving one more message, and
+  /// whatever it did not yield stays in the channel: take(n) with exactly n buffered returns
+  /// without waiting, and a second take(n) gets the next n messages. This relies on the
+  /// standard's take_view sentinel testing the count before it compares the underlying
+  /// iterator ([range.take.sentinel]: `y.count() == 0 || y.base() == x.end_`), and on
+  /// counted_iterator's last increment reaching ours ([counted.iter.nav]), which must then not
+  /// receive.
+  ///
+  /// The rule: a value leaves the channel only when the iterator is compared or dereferenced,
+  /// and is consumed once it did. Adaptors whose predicate sees the value (filter,
+  /// take_while, drop_while) therefore consume every value they hand to the predicate,
+  /// including the one take_while stops on; a value the predicate saw was handed to the
+  /// caller's code. filter looks for its next match as soon as it is incremented, so
+  /// `filter | take(n)` consumes the values its predicate saw after the n-th match too. A
+  /// predicate should take the value by const reference: one that takes it by value moves it
+  /// out of the iterator, and the loop body then sees a moved-from value.
+  ///
+  /// Move-only: a copy of an iterator that holds a received value would duplicate a message.
+  /// The iterator points at its receiver, which must outlive it and stay where it is.
   class iterator {
    public:
     using iterator_concept = std::input_iterator_tag;
     using value_type = T;
     using difference_type = std::ptrdiff_t;
 
+    /// An iterator at the end.
     iterator() = default;
-    explicit iterator(receiver* rx) noexcept : rx_(rx), current_(rx->recv()) {}
+    explicit iterator(receiver* rx) noexcept : rx_(rx), state_(state::unread) {}
 
-    auto operator*() const noexcept -> T&& { return std::move(*current_); }
+    iterator(iterator&& other) noexcept : rx_(other.rx_), state_(other.state_) {
+      if (state_ == state::holding) {
+        current_.emplace(std::move(*other.current_));
+      }
+      other.current_.reset();
+      other.state_ = state::done;
+    }
+    /// Destroys the value this iterator holds, if any. reset + emplace rather than
+    /// optional's assignment, so that T need not be move-assignable (std::movable asks for
+    /// the iterator's assignment, not T's).
+    auto operator=(iterator&& other) noexcept -> iterator& {
+      if (this != &other) {
+        current_.reset();
+        rx_ = other.rx_;
+        state_ = other.state_;
+        if (state_ == state::holding) {
+          current_.emplace(std::move(*other.current_));
+        }
+        other.current_.reset();
+        other.state_ = state::done;
+      }
+      return *this;
+    }
+    iterator(iterator const&) = delete;
+    auto operator=(iterator const&) -> iterator& = delete;
+    ~iterator() = default;
+
+    /// Receives the value if this iterator has not yet (blocking), and returns it.
+    ///
+    /// Preconditions: the iterator is not at the end (closed and drained).
+    auto operator*() const noexcept -> T&& {
+      look();
+      SPINDLE_ASSERT(state_ == state::holding, "dereference of a spindle::receiver end iterator");
+      return std::move(*current_);
+    }
+
+    /// Moves past the current value: destroys it, receiving it first if nobody looked.
     auto operator++() noexcept -> iterator& {
+      look();
       current_.reset();
-      // emplace, not assignment: T need not be move-assignable.
-      if (auto next = rx_->recv()) {
-        current_.emplace(std::move(*next));
+      if (state_ == state::holding) {
+        state_ = state::unread;
       }
       return *this;
     }
     void operator++(int) noexcept { ++*this; }
+
+    /// Receives the value if this iterator has not yet (blocking); true once the channel is
+    /// closed and drained.
     friend auto operator==(iterator const& it, std::default_sentinel_t /*end*/) noexcept -> bool {
-      return !it.current_.has_value();
+      it.look();
+      return it.state_ == state::done;
     }
 
    private:
+    enum class state : std::uint8_t {
+      unread,   ///< nothing received yet for this position
+      holding,  ///< current_ holds the value at this position
+      done      ///< the channel was closed and drained (or this iterator is an end)
+    };
+
+    void look() const noexcept {
+      if (state_ != state::unread) {
+        return;
+      }
+      // emplace, not assignment: T need not be move-assignable.
+      if (auto next = rx_->recv()) {
+        current_.emplace(std::move(*next));
+        state_ = state::holding;
+      } else {
+        state_ = state::done;
+      }
+    }
+
     receiver* rx_ = nullptr;
+    // Mutable: comparing with the end and dereferencing receive, and both are const (as
+    // std::indirectly_readable and std::sentinel_for require).
+    // INVARIANT: current_ holds a value exactly when state_ == holding.
     mutable std::optional<T> current_;
+    mutable state state_ = state::done;
   };
 
-  /// Receives the first value (blocking); see `iterator`.
-  auto begin() noexcept -> iterator { return iterator(this); }
-  auto end() const noexcept -> std::default_sentinel_t { return std::default_sentinel; }
+  /// An iterator at the first value. Receives nothing: see `iterator`.
+  auto begin() noexcept -> iterator {
+    static_cast<void>(get());
+    return iterator(this);
+  }
+  auto end() const noexcept -> std::default_sentinel_t {
+    static_cast<void>(get());
+    return std::default_sentinel;
+  }
 
  private:
+  /// The channel; every operation other than the special members goes through here.
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
-    SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from spindle::receiver");
+    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::receiver");
     return *state_;
   }
 
   detail::channel_state<T>* state_;
 };
+
+}  // namespace spindle
+
+/// A receiver is not a sized range, although it has a size(): its size is a snapshot that other
+/// receivers change at any moment. Without this, std::views::take(n) would become
+/// take(min(n, size())) and then count alone, never asking the iterator whether the channel is
+/// closed: it would end early on a channel still being filled, and dereference past the end when
+/// another receiver took a value in between. ([range.sized]: opting out is what
+/// disable_sized_range is for.)
+template <class T>
+inline constexpr bool std::ranges::disable_sized_range<spindle::receiver<T>> = true;
+
+namespace spindle {
 
 /// Creates a channel that buffers at most `capacity` values; `capacity == 0` makes a
 /// rendezvous channel, where a send completes only when a receiver takes the value.

@@ -30,15 +30,29 @@ namespace spindle::detail {
   std::abort();
 }
 
+/// Reports a misuse of the API that no build may let through (a moved-from handle, a
+/// second concurrent waiter where one is allowed): prints `what` and aborts. Kept out of line
+/// and cold so that the check at the call site costs one predictable branch.
+[[noreturn, gnu::cold, gnu::noinline]] inline void misuse(char const* what) noexcept {
+  std::fprintf(stderr, "spindle: misuse: %s\n", what);
+  std::abort();
+}
+
 }  // namespace spindle::detail
 
 /// Checks a precondition or invariant in builds with SPINDLE_ENABLE_ASSERTS; aborts with a
 /// message when it fails. Never an optimiser assumption: in other builds the expression is not
 /// evaluated at all.
 #if defined(SPINDLE_ENABLE_ASSERTS)
-#define SPINDLE_ASSERT(expr, msg)                                                         \
-  ((expr) ? static_cast<void>(0)                                                          \
-          : ::spindle::detail::assert_failed(#expr, __FILE__, __LINE__, msg))
+#define SPINDLE_ASSERT(expr, msg) \
+  ((expr) ? static_cast<void>(0) : ::spindle::detail::assert_failed(#expr, __FILE__, __LINE__, msg))
 #else
 #define SPINDLE_ASSERT(expr, msg) static_cast<void>(0)
 #endif
+
+/// Checks a precondition in every build, not only with SPINDLE_ENABLE_ASSERTS: for misuse
+/// that would otherwise crash, hang or corrupt memory (a moved-from handle, a second waiter).
+/// Costs one predictable branch; the failure path is detail::misuse (message, then abort).
+#define SPINDLE_CHECK(expr, msg)                                       \
+  (__builtin_expect(static_cast<bool>(expr), 1) ? static_cast<void>(0) \
+                                                : ::spindle::detail::misuse(msg))

@@ -1,0 +1,365 @@
+// Timeouts and deadlines at the edges of their types, on every channel flavour.
+//
+// The contract: a timeout or deadline means what it says for every value a caller can write.
+//   - At or before now (time_point::min(), duration::min(), zero, -inf): an immediate timeout.
+//     The call tries once: it still sends into free room and receives a buffered value.
+//   - Beyond what steady_clock represents (time_point::max() on any clock and duration type,
+//     duration::max(), +inf): no timeout; the call waits until it succeeds or the channel
+//     closes.
+//   - NaN: an immediate timeout.
+// Every blocking call here runs under a time limit, so a regression fails instead of hanging.
+
+#include <spindle/channel.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using spindle::recv_status;
+using spindle::send_status;
+using steady = std::chrono::steady_clock;
+using sys = std::chrono::system_clock;
+using fseconds = std::chrono::duration<double>;
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+enum class flavour { bounded, unbounded, rendezvous };
+
+auto make_channel(flavour f) -> std::pair<spindle::sender<int>, spindle::receiver<int>> {
+  switch (f) {
+    case flavour::bounded:
+      return spindle::bounded<int>(1);
+    case flavour::unbounded:
+      return spindle::unbounded<int>();
+    case flavour::rendezvous:
+      break;
+  }
+  return spindle::bounded<int>(0);
+}
+
+auto to_string(flavour f) -> std::string {
+  switch (f) {
+    case flavour::bounded:
+      return "Bounded";
+    case flavour::unbounded:
+      return "Unbounded";
+    case flavour::rendezvous:
+      break;
+  }
+  return "Rendezvous";
+}
+
+auto flavour_name(testing::TestParamInfo<flavour> const& info) -> std::string {
+  return to_string(info.param);
+}
+
+void PrintTo(flavour f, std::ostream* os) {
+  *os << to_string(f);
+}
+
+/// How long a call that should return at once, or after its partner acted, may take before the
+/// test calls it stuck. Generous: sanitizer builds on a loaded machine are slow.
+constexpr auto limit = 10s;
+
+/// Runs `call` on a thread and returns what it returned. If it has not returned within
+/// `limit`, the test fails and the channel is closed (which ends every blocked call) so that
+/// the test ends.
+template <class Call>
+auto within_limit(spindle::sender<int> tx, Call call) -> decltype(call()) {
+  std::packaged_task<decltype(call())()> task(std::move(call));
+  auto result = task.get_future();
+  std::thread t(std::move(task));
+  if (result.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "still blocked after " << limit.count() << " s";
+    tx.close();
+  }
+  t.join();
+  return result.get();
+}
+
+/// Runs `call` on a thread, checks that it is still blocked a little later, then runs
+/// `release` (which lets it succeed, or closes the channel) and returns what `call` returned.
+/// The pause is a check that something does not happen, so it has to be a time; a call that
+/// wrongly timed out at once fails it on any machine.
+template <class Call, class Release>
+auto blocked_until_released(spindle::sender<int> tx, Call call, Release release)
+    -> decltype(call()) {
+  std::atomic<bool> returned{false};
+  std::packaged_task<decltype(call())()> task([&] {
+    auto r = call();
+    returned.store(true);
+    return r;
+  });
+  auto result = task.get_future();
+  std::thread t(std::move(task));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(returned.load()) << "returned before it was released";
+  release();
+  if (result.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "still blocked " << limit.count() << " s after it was released";
+    tx.close();
+  }
+  t.join();
+  return result.get();
+}
+
+/// Fills the channel so that a send has to wait: the bounded channel's one slot; nothing for a
+/// rendezvous (no receiver waits). An unbounded channel can never be made full.
+void make_full(flavour f, spindle::sender<int>& tx) {
+  if (f == flavour::bounded) {
+    ASSERT_TRUE(tx.try_send(-1));
+  }
+}
+
+/// Makes room for one blocked send (receives the filler, or takes the rendezvous value).
+void make_room(spindle::receiver<int>& rx) {
+  auto r = rx.recv_for(limit);
+  EXPECT_EQ(r.status, recv_status::received);
+}
+
+/// Delivers one value to a blocked receive (a rendezvous needs a send that waits for it).
+void deliver(spindle::sender<int>& tx, int value) {
+  EXPECT_EQ(tx.send_for(value, limit).status, send_status::sent);
+}
+
+// ---- The deadlines under test ---------------------------------------------------------------
+
+/// A send or receive with one kind of deadline: `send(tx, v)` and `recv(rx)` call the channel.
+struct deadline_case {
+  std::string name;
+  std::function<spindle::send_result<int>(spindle::sender<int>&, int)> send;
+  std::function<spindle::recv_result<int>(spindle::receiver<int>&)> recv;
+};
+
+template <class Deadline>
+auto until(std::string name, Deadline deadline) -> deadline_case {
+  return {std::move(name),
+          [deadline](spindle::sender<int>& tx, int v) { return tx.send_until(v, deadline); },
+          [deadline](spindle::receiver<int>& rx) { return rx.recv_until(deadline); }};
+}
+
+template <class Timeout>
+auto for_(std::string name, Timeout timeout) -> deadline_case {
+  return {std::move(name),
+          [timeout](spindle::sender<int>& tx, int v) { return tx.send_for(v, timeout); },
+          [timeout](spindle::receiver<int>& rx) { return rx.recv_for(timeout); }};
+}
+
+using steady_seconds = std::chrono::time_point<steady, std::chrono::seconds>;
+using steady_fseconds = std::chrono::time_point<steady, fseconds>;
+using system_seconds = std::chrono::time_point<sys, std::chrono::seconds>;
+using system_fseconds = std::chrono::time_point<sys, fseconds>;
+using steady_nanos =
+    std::chrono::time_point<steady, std::chrono::duration<std::int64_t, std::nano>>;
+
+/// Deadlines at or before now, and NaN: each is an immediate timeout.
+auto past_deadlines() -> std::vector<deadline_case> {
+  return {
+      until("system_clock min", sys::time_point::min()),
+      until("steady_clock min", steady::time_point::min()),
+      until("steady seconds min", steady_seconds::min()),
+      until("steady nanoseconds min", steady_nanos::min()),
+      until("system seconds min", system_seconds::min()),
+      until("steady double lowest", steady_fseconds::min()),
+      until("system double lowest", system_fseconds::min()),
+      until("steady -inf", steady_fseconds(fseconds(-inf))),
+      until("system -inf", system_fseconds(fseconds(-inf))),
+      until("steady NaN", steady_fseconds(fseconds(nan))),
+      until("system NaN", system_fseconds(fseconds(nan))),
+      until("steady now", steady::now()),
+      until("system an hour ago", sys::now() - 1h),
+      for_("nanoseconds min", std::chrono::nanoseconds::min()),
+      for_("seconds min", std::chrono::seconds::min()),
+      for_("hours min", std::chrono::hours::min()),
+      for_("double lowest", fseconds::min()),
+      for_("-inf", fseconds(-inf)),
+      for_("NaN", fseconds(nan)),
+      for_("zero", 0ns),
+      for_("unsigned zero", std::chrono::duration<std::uint64_t, std::milli>(0)),
+  };
+}
+
+/// Deadlines too far away to reach: each waits until the call can complete.
+auto endless_deadlines() -> std::vector<deadline_case> {
+  return {
+      until("system_clock max", sys::time_point::max()),
+      until("steady_clock max", steady::time_point::max()),
+      until("steady seconds max", steady_seconds::max()),
+      until("steady nanoseconds max", steady_nanos::max()),
+      until("system seconds max", system_seconds::max()),
+      until("steady double max", steady_fseconds::max()),
+      until("system double max", system_fseconds::max()),
+      until("steady +inf", steady_fseconds(fseconds(inf))),
+      until("system +inf", system_fseconds(fseconds(inf))),
+      for_("nanoseconds max", std::chrono::nanoseconds::max()),
+      for_("seconds max", std::chrono::seconds::max()),
+      for_("hours max", std::chrono::hours::max()),
+      for_("double max", fseconds::max()),
+      for_("+inf", fseconds(inf)),
+      for_("unsigned max", std::chrono::duration<std::uint64_t, std::milli>::max()),
+  };
+}
+
+class ChannelDeadline : public testing::TestWithParam<flavour> {};
+
+INSTANTIATE_TEST_SUITE_P(Flavours, ChannelDeadline,
+                         testing::Values(flavour::bounded, flavour::unbounded, flavour::rendezvous),
+                         flavour_name);
+
+// ---- Past deadlines: one try, no wait -------------------------------------------------------
+
+TEST_P(ChannelDeadline, PastDeadlineRecvTimesOutAtOnce) {
+  for (auto const& c : past_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    auto r = within_limit(tx, [&, &rx = rx] { return c.recv(rx); });
+    EXPECT_EQ(r.status, recv_status::timed_out);
+  }
+}
+
+TEST_P(ChannelDeadline, PastDeadlineRecvStillTakesABufferedValue) {
+  if (GetParam() == flavour::rendezvous) {
+    GTEST_SKIP() << "a rendezvous buffers nothing";
+  }
+  for (auto const& c : past_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    ASSERT_TRUE(tx.try_send(7));
+    auto r = within_limit(tx, [&, &rx = rx] { return c.recv(rx); });
+    EXPECT_EQ(r.status, recv_status::received);
+    EXPECT_EQ(r.value, 7);
+  }
+}
+
+TEST_P(ChannelDeadline, PastDeadlineSendToAFullChannelTimesOutAndHandsTheValueBack) {
+  for (auto const& c : past_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    make_full(GetParam(), tx);
+    auto r = within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); });
+    if (GetParam() == flavour::unbounded) {
+      EXPECT_EQ(r.status, send_status::sent);  // never full: the one try succeeds
+    } else {
+      EXPECT_EQ(r.status, send_status::timed_out);
+      EXPECT_EQ(r.value, 7);
+    }
+  }
+}
+
+TEST_P(ChannelDeadline, PastDeadlineOnAClosedChannelReportsClosed) {
+  for (auto const& c : past_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    tx.close();
+    EXPECT_EQ(within_limit(tx, [&, &rx = rx] { return c.recv(rx); }).status, recv_status::closed);
+    EXPECT_EQ(within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); }).status,
+              send_status::closed);
+  }
+}
+
+// ---- Endless deadlines: wait for the partner or the close -----------------------------------
+
+TEST_P(ChannelDeadline, EndlessDeadlineRecvWaitsForAValue) {
+  for (auto const& c : endless_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    auto r = blocked_until_released(
+        tx, [&, &rx = rx] { return c.recv(rx); }, [&, &tx = tx] { deliver(tx, 7); });
+    EXPECT_EQ(r.status, recv_status::received);
+    EXPECT_EQ(r.value, 7);
+  }
+}
+
+TEST_P(ChannelDeadline, EndlessDeadlineRecvWaitsForTheClose) {
+  for (auto const& c : endless_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    auto r = blocked_until_released(
+        tx, [&, &rx = rx] { return c.recv(rx); }, [&, &tx = tx] { tx.close(); });
+    EXPECT_EQ(r.status, recv_status::closed);
+  }
+}
+
+TEST_P(ChannelDeadline, EndlessDeadlineSendWaitsForRoom) {
+  if (GetParam() == flavour::unbounded) {
+    GTEST_SKIP() << "an unbounded channel is never full";
+  }
+  for (auto const& c : endless_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    make_full(GetParam(), tx);
+    auto r = blocked_until_released(
+        tx, [&, &tx = tx] { return c.send(tx, 7); }, [&, &rx = rx] { make_room(rx); });
+    EXPECT_EQ(r.status, send_status::sent);
+    if (GetParam() == flavour::bounded) {
+      EXPECT_EQ(rx.try_recv().value, 7);
+    }
+  }
+}
+
+TEST_P(ChannelDeadline, EndlessDeadlineSendWaitsForTheClose) {
+  if (GetParam() == flavour::unbounded) {
+    GTEST_SKIP() << "an unbounded channel is never full";
+  }
+  for (auto const& c : endless_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    make_full(GetParam(), tx);
+    auto r = blocked_until_released(
+        tx, [&, &tx = tx] { return c.send(tx, 7); }, [&, &rx = rx] { rx.close(); });
+    EXPECT_EQ(r.status, send_status::closed);
+    EXPECT_EQ(r.value, 7);
+  }
+}
+
+TEST_P(ChannelDeadline, EndlessDeadlineSendToAnUnboundedChannelSendsAtOnce) {
+  if (GetParam() != flavour::unbounded) {
+    GTEST_SKIP() << "only an unbounded channel always has room";
+  }
+  for (auto const& c : endless_deadlines()) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    EXPECT_EQ(within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); }).status, send_status::sent);
+    EXPECT_EQ(rx.try_recv().value, 7);
+  }
+}
+
+// ---- Ordinary deadlines still time out ------------------------------------------------------
+
+TEST_P(ChannelDeadline, NearDeadlinesOnEveryClockTimeOut) {
+  std::vector<deadline_case> const near = {
+      until("steady +20ms", steady::now() + 20ms),
+      until("system +20ms", sys::now() + 20ms),
+      until("steady double +20ms", steady_fseconds(steady::now().time_since_epoch()) + 20ms),
+      for_("20ms", 20ms),
+      for_("double 0.02 s", fseconds(0.02)),
+  };
+  for (auto const& c : near) {
+    SCOPED_TRACE(c.name);
+    auto [tx, rx] = make_channel(GetParam());
+    EXPECT_EQ(within_limit(tx, [&, &rx = rx] { return c.recv(rx); }).status,
+              recv_status::timed_out);
+    if (GetParam() != flavour::unbounded) {
+      make_full(GetParam(), tx);
+      EXPECT_EQ(within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); }).status,
+                send_status::timed_out);
+    }
+  }
+}
+
+}  // namespace
