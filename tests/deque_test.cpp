@@ -78,18 +78,60 @@ TEST(Deque, HandlesAreMovableAndStealersCopyable) {
   EXPECT_TRUE(s1.steal().is_empty());
 }
 
-#if defined(SPINDLE_ENABLE_ASSERTS)
-TEST(DequeDeathTest, UsingAMovedFromWorkerIsCaught) {
+// Misuse aborts with "spindle: misuse: ..." in every build, not only with assertions: each
+// operation checks its handle (one predictable branch).
+TEST(DequeDeathTest, EveryOperationOnAMovedFromWorkerAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   spindle::worker<int> a;
   spindle::worker<int> b = std::move(a);
-  // NOLINTNEXTLINE(bugprone-use-after-move): the point of the test
-  EXPECT_DEATH(a.push(1), "moved-from worker");
-  EXPECT_DEATH((void)a.pop(), "moved-from worker");
+  auto const* message = "misuse: use of a moved-from spindle::worker";
+  // NOLINTBEGIN(bugprone-use-after-move): the point of the test
+  EXPECT_DEATH(a.push(1), message);
+  EXPECT_DEATH(static_cast<void>(a.pop()), message);
+  EXPECT_DEATH(static_cast<void>(a.stealer()), message);
+  EXPECT_DEATH(static_cast<void>(a.size()), message);
+  EXPECT_DEATH(static_cast<void>(a.empty()), message);
+  EXPECT_DEATH(static_cast<void>(a.capacity()), message);
+  EXPECT_DEATH(static_cast<void>(a.order()), message);
+  auto thief = b.stealer();
+  EXPECT_DEATH(static_cast<void>(thief.steal_batch_and_pop(a)), message);
+  // NOLINTEND(bugprone-use-after-move)
   b.push(1);
   EXPECT_EQ(b.pop(), 1);
 }
-#endif
+
+TEST(DequeDeathTest, EveryOperationOnAMovedFromStealerAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  spindle::worker<int> w;
+  w.push(1);
+  auto s = w.stealer();
+  auto t = std::move(s);
+  spindle::worker<int> dest;
+  auto const* message = "misuse: use of a moved-from spindle::stealer";
+  // NOLINTBEGIN(bugprone-use-after-move): the point of the test
+  EXPECT_DEATH(static_cast<void>(s.steal()), message);
+  EXPECT_DEATH(static_cast<void>(s.steal_batch_and_pop(dest)), message);
+  EXPECT_DEATH(static_cast<void>(s.size()), message);
+  EXPECT_DEATH(static_cast<void>(s.empty()), message);
+  auto copy = s;  // copying a moved-from stealer is allowed; the copy is moved-from too
+  EXPECT_DEATH(static_cast<void>(copy.steal()), message);
+  // NOLINTEND(bugprone-use-after-move)
+  EXPECT_EQ(t.steal().value, 1);
+}
+
+TEST(DequeDeathTest, StealingABatchIntoTheVictimsOwnWorkerAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (auto const order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::worker<int> w(order);
+    for (int i = 0; i < 8; ++i) {
+      w.push(i);
+    }
+    auto thief = w.stealer();
+    EXPECT_DEATH(static_cast<void>(thief.steal_batch_and_pop(w)),
+                 "misuse: steal_batch_and_pop into the worker of the deque it steals from");
+    EXPECT_EQ(w.size(), 8U);
+  }
+}
 
 TEST(Deque, PushPopIsLifoByDefault) {
   spindle::worker<int> w;

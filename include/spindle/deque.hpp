@@ -328,7 +328,8 @@ class deque_state {
   /// deque the batch is stolen one item at a time, each with the full steal protocol (as
   /// crossbeam-deque does: src/deque.rs, steal_batch_with_limit_and_pop).
   auto steal_batch_and_pop(deque_state& dest) -> steal_result<T> {
-    SPINDLE_ASSERT(&dest != this, "steal_batch_and_pop into the victim's own worker");
+    // In every build: the batch would be written back into the deque it is claimed from.
+    SPINDLE_CHECK(&dest != this, "steal_batch_and_pop into the worker of the deque it steals from");
     auto [t, b] = load_top_then_bottom();
     if (t >= b) {
       return {steal_status::empty, std::nullopt};
@@ -492,7 +493,8 @@ inline auto deque_initial_capacity(std::size_t requested) -> std::size_t {
 }  // namespace detail
 
 /// The owner's handle of a work-stealing deque: push and pop, and hand out stealers.
-/// Movable, not copyable. A moved-from worker may only be destroyed or assigned to.
+/// Movable, not copyable. A moved-from worker may only be destroyed or assigned to; any other
+/// operation on it aborts with "spindle: misuse: ..." in every build.
 template <stealable T>
 class worker {
  public:
@@ -566,7 +568,11 @@ class worker {
  private:
   friend class spindle::stealer<T>;
 
-  void check() const noexcept { SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from worker"); }
+  // In every build, not only with assertions: a moved-from handle would otherwise dereference
+  // null. One predictable branch per operation.
+  void check() const noexcept {
+    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::worker");
+  }
 
   void drop() noexcept {
     if (state_ != nullptr) {
@@ -579,7 +585,8 @@ class worker {
 };
 
 /// A thief's handle of a work-stealing deque. Copyable; every copy may be used from any
-/// thread. Keeps the deque alive.
+/// thread. Keeps the deque alive. A moved-from stealer may only be destroyed, copied or
+/// assigned to; any other operation on it aborts with "spindle: misuse: ..." in every build.
 template <stealable T>
 class stealer {
  public:
@@ -616,7 +623,7 @@ class stealer {
   ///
   /// Thread safety: any thread that owns `dest`.
   /// Preconditions: the caller owns `dest`; `dest` is not this deque's worker; neither handle
-  /// is moved-from.
+  /// is moved-from. The last two are checked in every build: a violation aborts.
   /// Throws: std::bad_alloc if `dest` cannot grow to take the batch (nothing was stolen).
   auto steal_batch_and_pop(worker<T>& dest) -> steal_result<T> {
     check();
@@ -636,7 +643,10 @@ class stealer {
 
   explicit stealer(detail::deque_state<T>* state) noexcept : state_(state) {}
 
-  void check() const noexcept { SPINDLE_ASSERT(state_ != nullptr, "use of a moved-from stealer"); }
+  // In every build, as worker::check.
+  void check() const noexcept {
+    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::stealer");
+  }
 
   // INVARIANT: null only when moved-from; otherwise holds one reference.
   detail::deque_state<T>* state_;
