@@ -2,17 +2,21 @@
 
 #include <spindle/parallel.hpp>
 
+#include "support/tracked.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -22,6 +26,26 @@ constexpr std::size_t big = 20'000;
 #else
 constexpr std::size_t big = 1'000'000;
 #endif
+
+/// A partial sum that can be moved but neither copied nor assigned, and counts its instances
+/// (through spindle_test::tracked, which also aborts on a double destroy).
+class partial_sum {
+ public:
+  explicit partial_sum(std::uint64_t sum) : sum_(sum), token_(sum) {}
+  partial_sum(partial_sum&&) noexcept = default;
+  auto operator=(partial_sum&&) -> partial_sum& = delete;
+  ~partial_sum() = default;
+
+  [[nodiscard]] auto sum() const noexcept -> std::uint64_t { return sum_; }
+
+ private:
+  std::uint64_t sum_;
+  spindle_test::tracked token_;
+};
+
+auto add(partial_sum a, partial_sum b) -> partial_sum {
+  return partial_sum(a.sum() + b.sum());
+}
 
 }  // namespace
 
@@ -116,6 +140,68 @@ TEST(Parallel, ReduceKeepsOrderForNonCommutativeOperations) {
     expected += static_cast<char>('a' + i % 26);
   }
   EXPECT_EQ(s, expected);
+}
+
+TEST(Parallel, ReduceNeedsOnlyAMoveConstructibleType) {
+  // partial_sum has no assignment: the reduction only constructs and destroys partial results.
+  static_assert(!std::is_move_assignable_v<partial_sum>);
+  spindle::executor ex{3};
+  auto const live_before = spindle_test::tracked::live();
+  {
+    auto const total = spindle::parallel_reduce(
+        ex, std::uint64_t{1}, std::uint64_t{10'001}, partial_sum(5),
+        [](std::uint64_t i) { return partial_sum(i); }, add);
+    EXPECT_EQ(total.sum(), 5 + 10'000U * 10'001U / 2U);
+  }
+  EXPECT_EQ(spindle_test::tracked::live(), live_before);
+}
+
+TEST(Parallel, ReduceDestroysEveryPartialResultOnceWhenMapOrReduceThrows) {
+  spindle::executor ex{3};
+  auto const live_before = spindle_test::tracked::live();
+  for (int const fail_at : {0, 1, 777, 4999}) {
+    SCOPED_TRACE(fail_at);
+    EXPECT_THROW(static_cast<void>(spindle::parallel_reduce(
+                     ex, 0, 5000, partial_sum(0),
+                     [fail_at](int i) {
+                       if (i == fail_at) {
+                         throw std::runtime_error("map");
+                       }
+                       return partial_sum(static_cast<std::uint64_t>(i));
+                     },
+                     add)),
+                 std::runtime_error);
+    EXPECT_EQ(spindle_test::tracked::live(), live_before);
+    // Every index but the first is, in a leaf or at a join, the start of a right operand.
+    std::atomic<int> reduces{0};
+    EXPECT_THROW(static_cast<void>(spindle::parallel_reduce(
+                     ex, 0, 5000, partial_sum(0),
+                     [](int i) { return partial_sum(static_cast<std::uint64_t>(i) << 32U); },
+                     [fail_at, &reduces](partial_sum a, partial_sum b) {
+                       reduces.fetch_add(1, std::memory_order_relaxed);
+                       if (b.sum() >> 32U == static_cast<std::uint64_t>(fail_at)) {
+                         throw std::runtime_error("reduce");
+                       }
+                       return partial_sum(a.sum() + (b.sum() & 0xffff'ffffU) + 1);
+                     })),
+                 std::runtime_error);
+    EXPECT_GT(reduces.load(), 0);
+    EXPECT_EQ(spindle_test::tracked::live(), live_before);
+  }
+}
+
+TEST(Parallel, NullFunctionPointersAreRejectedBeforeAnyWork) {
+  spindle::executor ex{2};
+  void (*null_body)(int) = nullptr;
+  int (*null_map)(int) = nullptr;
+  int (*null_reduce)(int, int) = nullptr;
+  EXPECT_THROW(spindle::parallel_for(ex, 0, 100, null_body), std::invalid_argument);
+  EXPECT_THROW(spindle::parallel_for(ex, 0, 0, 4, null_body), std::invalid_argument);
+  EXPECT_THROW(static_cast<void>(spindle::parallel_reduce(ex, 0, 100, 0, null_map, std::plus<>{})),
+               std::invalid_argument);
+  EXPECT_THROW(static_cast<void>(spindle::parallel_reduce(
+                   ex, 0, 100, 0, [](int i) { return i; }, null_reduce)),
+               std::invalid_argument);
 }
 
 TEST(Parallel, CalledFromInsideAWorker) {

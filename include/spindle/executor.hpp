@@ -86,12 +86,14 @@ class executor {
   /// detail::run_as_root), the task goes to that thread's deque (and is still accepted during
   /// shutdown); from any other thread, to the injector.
   /// Throws: std::logic_error after shutdown() began, from a thread that is not one of this
-  /// executor's workers or guests (fn is not run); std::bad_alloc; whatever moving fn throws.
+  /// executor's workers or guests (fn is not run); std::invalid_argument if fn is a null
+  /// pointer to function or member; std::bad_alloc; whatever moving fn throws.
   /// Returns: join_handle<task_result_t<Fn>>. (Spelled `auto` so that a callable that is not
   /// a task_callable is rejected by the concept, with its name in the diagnostic, rather than
   /// by a substitution failure in the return type.)
   template <task_callable Fn>
   auto spawn(Fn&& fn) {
+    detail::check_not_null(fn, "spindle::executor::spawn: fn is a null pointer");
     using node = detail::spawned_task<std::decay_t<Fn>, task_result_t<Fn>>;
     detail::node_ptr<node> owned(detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn))));
     core_->submit(owned.get());
@@ -104,6 +106,7 @@ class executor {
   /// Thread safety and Throws: as spawn().
   template <task_callable Fn>
   void post(Fn&& fn) {
+    detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
     using node = detail::posted_task<std::decay_t<Fn>>;
     detail::node_ptr<node> owned(detail::new_node<node>(
         std::decay_t<Fn>(std::forward<Fn>(fn)), &detail::executor_core::report_thunk, core_.get()));
@@ -221,12 +224,15 @@ auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
 /// If `a` throws, `b` still completes before the exception propagates (b may be running on
 /// another worker with references into this frame); if both throw, `a`'s exception wins.
 ///
-/// Thread safety: any thread. Throws: whatever a or b throws; std::logic_error after
-/// shutdown (from outside); std::bad_alloc when the deque cannot grow.
+/// Thread safety: any thread. Throws: whatever a or b throws; std::invalid_argument if a or
+/// b is a null pointer to function or member; std::logic_error after shutdown (from outside);
+/// std::bad_alloc when the deque cannot grow.
 template <task_callable A, task_callable B>
 auto join(executor& ex, A&& a, B&& b)
     -> std::pair<detail::stored_result_t<std::remove_reference_t<A>>,
                  detail::stored_result_t<std::remove_reference_t<B>>> {
+  detail::check_not_null(a, "spindle::join: a is a null pointer");
+  detail::check_not_null(b, "spindle::join: b is a null pointer");
   auto& core = ex.core();
   if (detail::worker_ctx* const w = core.local()) [[likely]] {
     return detail::join_on_worker(core, *w, a, b);

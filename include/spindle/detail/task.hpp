@@ -34,6 +34,7 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -61,6 +62,18 @@ using task_result_t = std::invoke_result_t<std::decay_t<Fn>&>;
 }  // namespace spindle
 
 namespace spindle::detail {
+
+/// Throws std::invalid_argument if `f` is a null pointer to function or to member: calling
+/// one would crash a worker, far from the call that passed it (spawn, post, join,
+/// task_group::spawn and the parallel loops check).
+template <class F>
+void check_not_null(F const& f, char const* what) {
+  if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F>) {
+    if (f == nullptr) {
+      throw std::invalid_argument(what);
+    }
+  }
+}
 
 struct task {
   using run_fn = void (*)(task*) noexcept;
