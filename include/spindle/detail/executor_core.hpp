@@ -117,6 +117,12 @@ namespace spindle::detail {
 
 class executor_core;
 
+/// Where an exception that nobody observed comes from, for the handler's default message.
+enum class report_origin : std::uint8_t {
+  posted_task,         ///< escaped a task passed to executor::post
+  unwaited_task_group  ///< a task of a task_group destroyed without wait()
+};
+
 /// Checks the injector first every this many tasks (tokio and Go use 61).
 inline constexpr std::uint32_t injector_interval = 61;
 /// Most tasks a worker moves from the injector at once.
@@ -361,8 +367,8 @@ class executor_core {
     t->run(t);
   }
 
-  /// Reports an exception that escaped a posted task.
-  void report(std::exception_ptr e) noexcept {
+  /// Reports an exception that escaped a posted task, or one of the other `origin`s.
+  void report(std::exception_ptr e, report_origin origin = report_origin::posted_task) noexcept {
     exception_handler h;
     {
       std::lock_guard guard(handler_mu_);
@@ -377,7 +383,11 @@ class executor_core {
         std::terminate();
       }
     }
-    std::fputs("spindle: an exception escaped a task passed to executor::post\n", stderr);
+    std::fputs(origin == report_origin::posted_task
+                   ? "spindle: an exception escaped a task passed to executor::post\n"
+                   : "spindle: an exception escaped a task of a spindle::task_group destroyed "
+                     "without wait()\n",
+               stderr);
     std::terminate();
   }
 
