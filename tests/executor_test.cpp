@@ -352,6 +352,53 @@ TEST(Executor, TaskLeftByABlockedWorkerIsStolen) {
   }
 }
 
+// Issue 19: posted from outside while both workers sleep, T1 wakes one worker (a searcher)
+// and T2, posted while that searcher is counted, wakes nobody: the searcher's hand-off (it
+// finds T1 and, as the last searcher, wakes the next sleeper, detail/idle.hpp) or the
+// announcement of a batch that carried T2 into its deque ((M1) in detail/idle.hpp) is all that
+// brings the second worker to T2, while T1 blocks the first worker until T2 has run. T1 waits
+// with a time limit so that a missing wake fails the round instead of hanging the test.
+TEST(Executor, TaskWaitingForALaterPostGetsASecondWorker) {
+  spindle::executor ex{2};
+  int const rounds = 50;
+  auto const parked_since = [&ex](std::vector<spindle::worker_stats> const& before) {
+    auto const now = ex.stats();
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      if (now[i].times_parked <= before[i].times_parked) {
+        return false;
+      }
+    }
+    return true;
+  };
+  std::vector<spindle::worker_stats> before(ex.stats().size());
+  for (int round = 0; round < rounds; ++round) {
+    // Both workers asleep, as far as the statistics tell: each parked since the last round
+    // began (a round in which one was still awake passes without testing the wake).
+    auto const settle = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!parked_since(before) && std::chrono::steady_clock::now() < settle) {
+      std::this_thread::yield();
+    }
+    before = ex.stats();
+    std::atomic<bool> second_ran{false};
+    std::atomic<bool> first_saw_second{false};
+    std::promise<void> first_done;
+    ex.post([&] {
+      auto const limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (!second_ran.load(std::memory_order_acquire) &&
+             std::chrono::steady_clock::now() < limit) {
+        std::this_thread::yield();
+      }
+      first_saw_second.store(second_ran.load(std::memory_order_acquire), std::memory_order_relaxed);
+      first_done.set_value();
+    });
+    ex.post([&] { second_ran.store(true, std::memory_order_release); });
+    ASSERT_EQ(first_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready)
+        << "round " << round;
+    ASSERT_TRUE(first_saw_second.load(std::memory_order_relaxed))
+        << "round " << round << ": T2 did not run while T1 waited 2 s for it";
+  }
+}
+
 TEST(Executor, ManyOutsideThreadsSpawnConcurrently) {
   spindle::executor ex{2};
   constexpr int threads = 6;

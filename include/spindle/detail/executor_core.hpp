@@ -10,7 +10,8 @@
 //   batch: len / workers + 1, at most 32), then steal_batch_and_pop from victims in a random
 //   rotation, repeated while a steal says `retry`.
 // - Searching and parking follow tokio's idle protocol with an explicit Dekker pairing; see
-//   detail/idle.hpp for the argument and its tags (N1), (P1).
+//   detail/idle.hpp for the argument and its tags (N1), (P1), and (M1) for a batch that a
+//   worker moves into its own deque (from the injector, or stolen from a victim's deque).
 // - Help-first waiting: a worker that waits for a completion (join, join_handle::join,
 //   task_group::wait) runs other tasks meanwhile and parks only when nothing is runnable.
 //
@@ -493,15 +494,52 @@ class executor_core {
     }
   }
 
+  /// A batch from the injector: returns the first task and pushes the others into w's deque,
+  /// then announces them (announce_moved()) if any are left there.
   auto from_injector(worker_ctx& w) noexcept -> task* {
-    return injector_.pop_batch(workers_, injector_batch, [&w](task* t) noexcept {
-      // The deque grows by allocation; if that fails, run the task here instead of losing it.
-      try {
-        w.deque.push(t);
-      } catch (...) {
-        t->run(t);
-      }
-    });
+    bool moved = false;
+    task* const first =
+        injector_.pop_batch(workers_, injector_batch, [&w, &moved](task* t) noexcept {
+          // The deque grows by allocation; if that fails, run the task here instead of losing
+          // it.
+          try {
+            w.deque.push(t);
+            moved = true;
+          } catch (...) {
+            t->run(t);
+          }
+        });
+    if (moved) {
+      announce_moved(w);
+    }
+    return first;
+  }
+
+  /// (M1) in detail/idle.hpp: tasks a batch moved into w's deque (from the injector or from a
+  /// victim's deque) were invisible to every other worker's (P1) re-check while in transit,
+  /// and the (N1) of whoever queued them may have skipped its wake because of that re-check.
+  /// So the mover announces them again once they are in its deque. A searcher leaves that to
+  /// found_work(): the searching count it drops there with a seq_cst RMW, after the batch was
+  /// published, plays the part of the (N1) fence, and the last searcher wakes a sleeper. A
+  /// worker that is not searching runs (N1) itself. Called only when the batch left a task in
+  /// the deque: a batch of one is the task run next, which keeps this worker awake.
+  ///
+  /// tokio makes the same check later: a worker that is not searching and holds more than the
+  /// task it runs next notifies a parked worker (tokio/src/runtime/scheduler/multi_thread/
+  /// worker.rs, Core::should_notify_others, checked in Context::park_timeout, which runs at the
+  /// next maintenance tick). Here a task may block its worker until a task it waits for runs
+  /// (a future set by a task queued after it), so the announcement cannot wait for a tick.
+  void announce_moved(worker_ctx& w) noexcept {
+    if (w.searching) {
+      return;
+    }
+    // (N1) fence: the release store of our deque's bottom that published the batch comes
+    // before our look for sleepers; pairs with the fence after (P1) in park(): either we see
+    // the sleeper or its re-check sees the batch in our deque.
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
   }
 
   /// Up to four rounds over every other deque (workers' and guests') from a random start,
@@ -531,7 +569,10 @@ class executor_core {
   }
 
   /// A worker's steal: about half of a victim's deque into its own, and the first one to run.
+  /// Only a searcher steals, so found_work() announces what the batch left in w's deque
+  /// ((M1) in detail/idle.hpp, announce_moved()).
   auto steal(worker_ctx& w) noexcept -> task* {
+    SPINDLE_ASSERT(w.searching, "a worker stole a batch without searching");
     auto& counters = w.counters.value;
     task* const t = steal_rounds(w, [&](spindle::stealer<task*>& victim) {
       worker_counters::bump(counters.steal_attempts);
@@ -614,7 +655,8 @@ class executor_core {
     return steal(w);
   }
 
-  /// Called when a searcher found work: the last searcher wakes the next sleeper.
+  /// Called when a searcher found work: the last searcher wakes the next sleeper. This also
+  /// announces whatever a batch the searcher took left in its deque: (M1) in detail/idle.hpp.
   void found_work(worker_ctx& w) noexcept {
     if (w.searching) {
       w.searching = false;

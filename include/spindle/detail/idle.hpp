@@ -25,8 +25,27 @@
 // decrement, so its own re-check after (P1) sees the task. A searcher that stops searching
 // without parking (it found work, or the join it helped with completed) and was the last one
 // wakes a sleeper (`end_search` then `should_wake`); that sleeper's own (P1) re-check follows
-// the notifier's fence in the seq_cst order, so it sees the task. So a task never sits in a
-// queue while every worker sleeps.
+// the notifier's fence in the seq_cst order, so it sees the task.
+//
+// Work in transit. A batch move (a worker taking several tasks from the injector, a thief
+// taking several from a victim's deque) makes its tasks invisible to a (P1) re-check between
+// leaving one queue and reaching the other, and the notifier that queued them may have skipped
+// its wake because of that very re-check (it saw the parking worker searching, or not yet
+// sleeping). Model-checking found the consequence (tests/model/executor_test.cpp,
+// BatchInTransitIsAnnounced): a worker moved T1 and T2 out of the injector, the other worker
+// re-checked, saw neither and parked, and the first ran T1, which waited for T2 in its deque.
+//   (M1) whoever moves a batch that leaves tasks in its own deque announces them again once
+//        they are there: a worker that is not searching runs (N1) on its deque (seq_cst fence,
+//        should_wake(), wake_one()); a searcher drops its searching count (end_search(), a
+//        seq_cst RMW after the batch was published) and, if it was the last one, wakes a
+//        sleeper. In the first case the (N1)/(P1) argument above applies to the deque. In the
+//        second, a worker whose (P1) RMW on state_ follows the end_search in state_'s order
+//        synchronizes with it and re-checks after the batch landed; one whose (P1) precedes it
+//        is counted asleep when end_search() runs, and has dropped its own searching count, so
+//        end_search() finds the mover the last searcher unless another searcher remains, whose
+//        own (P1) then comes later still.
+// So a task never sits in a queue, or between two, while every worker sleeps and nobody
+// searches.
 //
 // Synchronization:
 //   state_             RMW by any worker (seq_cst), loaded by notifiers.
