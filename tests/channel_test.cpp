@@ -193,7 +193,7 @@ TEST(BoundedChannel, WrapsAroundOverManyLaps) {
   EXPECT_EQ(next_in, next_out);
 }
 
-// The ring spreads consecutive positions over different cache lines (channel_array.hpp,
+// The ring spreads consecutive positions over different cache lines (array_channel.hpp,
 // "Spread slots"): fully for capacities of a power of two times the slots per line, partly
 // for others, and not at all for slots of more than half a line. Every layout keeps FIFO order and
 // the exact bound over many laps at every fill level.

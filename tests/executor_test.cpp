@@ -354,10 +354,10 @@ TEST(Executor, TaskLeftByABlockedWorkerIsStolen) {
 
 // Issue 19: posted from outside while both workers sleep, T1 wakes one worker (a searcher)
 // and T2, posted while that searcher is counted, wakes nobody: the searcher's hand-off (it
-// finds T1 and, as the last searcher, wakes the next sleeper, detail/idle.hpp) or the
-// announcement of a batch that carried T2 into its deque ((M1) in detail/idle.hpp) is all that
-// brings the second worker to T2, while T1 blocks the first worker until T2 has run. T1 waits
-// with a time limit so that a missing wake fails the round instead of hanging the test.
+// finds T1 and, as the last searcher, wakes the next sleeper, detail/executor/idle_set.hpp) or the
+// announcement of a batch that carried T2 into its deque ((M1) in detail/executor/idle_set.hpp) is
+// all that brings the second worker to T2, while T1 blocks the first worker until T2 has run. T1
+// waits with a time limit so that a missing wake fails the round instead of hanging the test.
 TEST(Executor, TaskWaitingForALaterPostGetsASecondWorker) {
   spindle::executor ex{2};
   int const rounds = 50;

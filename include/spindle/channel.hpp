@@ -11,20 +11,20 @@
 //                       crossbeam builds it): no allocation per message, any n (not only powers
 //                       of two), linearizable FIFO. Consecutive positions sit on different
 //                       cache lines, so threads on the same side do not share a slot's line.
-//                       detail/channel_array.hpp.
+//                       detail/channel/array_channel.hpp.
 //   bounded(0)          a rendezvous: send completes only when a receiver takes the value.
-//                       detail/channel_zero.hpp.
+//                       detail/channel/zero_channel.hpp.
 //   unbounded()         a lock-free list of 31-slot blocks (crossbeam list.rs); send never
 //                       blocks; memory returns to the allocator as the channel drains (one
-//                       drained block is kept for reuse). detail/channel_list.hpp.
+//                       drained block is kept for reuse). detail/channel/list_channel.hpp.
 //
 // Blocking: a blocked operation keeps trying for about 100 us, then parks the thread on a
-// futex (detail/wait_list.hpp); no system call is made on a path where nobody sleeps. A
+// futex (detail/sync/wait_list.hpp); no system call is made on a path where nobody sleeps. A
 // receiver first polls for about 2 us when the channel's handles number at most the
 // processors, and otherwise yields between tries from the start (detail::recv_blocking says
 // why). A sender waiting on a full bounded channel holds back, while it yields, until half
-// the ring is free (detail/channel_array.hpp, "room to resume"). One waiter is woken per sent
-// message or freed slot; close wakes everyone.
+// the ring is free (detail/channel/array_channel.hpp, "room to resume"). One waiter is woken per
+// sent message or freed slot; close wakes everyone.
 //
 // Progress: try_send/try_recv of the bounded and unbounded flavours are lock-free in the
 // system-wide sense except while the one slot they need is mid-transfer by a preempted thread
@@ -46,7 +46,7 @@
 // Timeouts: the _for and _until calls saturate instead of overflowing. A deadline already passed
 // (time_point::min(), a timeout <= 0) or NaN makes one try; one beyond steady_clock's range
 // (time_point::max() on any clock, duration::max(), +inf) never expires
-// (detail/channel_core.hpp, "Deadlines").
+// (detail/channel/channel_core.hpp, "Deadlines").
 //
 // Iteration: `for (auto v : rx)` and the standard range adaptors. The iterator receives only
 // when it is compared with the end or dereferenced, so take(n) and views::counted never receive
@@ -62,9 +62,9 @@
 // When not to use: single-producer single-consumer pipelines that never block can go faster
 // with a dedicated SPSC ring; a channel is the general tool (MPMC, blocking, close, timeouts).
 
-#include <spindle/detail/channel_core.hpp>
-#include <spindle/detail/channel_counter.hpp>
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/detail/channel/channel_state.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -47,10 +47,10 @@
 // When not to use it: for values that are not a pointer or an index (see `stealable`), for
 // many producers (use a channel), or when strict FIFO across threads matters.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/cache_padded.hpp>
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/deque_buffer.hpp>
+#include <spindle/detail/deque/deque_buffer.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <algorithm>
 #include <bit>

@@ -5,8 +5,9 @@
 // global injection queue for tasks submitted from other threads. A worker runs its own tasks
 // newest first, checks the injector every 61 tasks, and when idle steals about half of a
 // random victim's deque. Idle workers spin briefly, then sleep; an idle executor uses no CPU.
-// Design and citations: detail/executor_core.hpp (scheduling, shutdown), detail/idle.hpp
-// (parking, with the no-lost-wake-up argument), detail/task.hpp (task storage).
+// Design and citations: detail/executor/executor_core.hpp (scheduling, shutdown),
+// detail/executor/idle_set.hpp (parking, with the no-lost-wake-up argument),
+// detail/executor/task.hpp (task storage).
 //
 // API in brief:
 //   executor ex;  executor ex{n};           n workers (default: one per hardware thread)
@@ -28,8 +29,8 @@
 // f when it runs; whatever f did is visible to whoever joins it.
 //
 // Memory: one node per spawn/post (the callable and result live in it), from a per-thread
-// pool when it fits in detail::pool_payload bytes (detail/task_pool.hpp), else from operator
-// new; join, parallel_for and parallel_reduce allocate nothing per task. Deques grow on
+// pool when it fits in detail::pool_payload bytes (detail/executor/task_pool.hpp), else from
+// operator new; join, parallel_for and parallel_reduce allocate nothing per task. Deques grow on
 // demand.
 //
 // Shutdown: the destructor and shutdown() finish every accepted task, including the tasks
@@ -41,8 +42,8 @@
 //
 // Example: tests/executor_test.cpp (Example) and examples/executor_fib.cpp.
 
-#include <spindle/detail/executor_core.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/executor_core.hpp>
+#include <spindle/detail/executor/task.hpp>
 #include <spindle/join_handle.hpp>
 
 #include <cstddef>

@@ -2,8 +2,8 @@
 // join_handle<R>: the result of one task spawned on a spindle::executor.
 //
 // `executor::spawn(f)` returns a handle that owns one of the two references to the task's heap
-// node (detail/task.hpp); the executor owns the other until the task has run. `join()` waits
-// for the task and returns its result or rethrows its exception. Destroying a handle without
+// node (detail/executor/task.hpp); the executor owns the other until the task has run. `join()`
+// waits for the task and returns its result or rethrows its exception. Destroying a handle without
 // joining detaches the task: it still runs, and its result is destroyed by whichever of the
 // two owners lets go last.
 //
@@ -20,8 +20,8 @@
 // Thread safety: a handle is a move-only value; use one handle from one thread at a time.
 // Example: tests/executor_test.cpp (Example).
 
-#include <spindle/detail/executor_core.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/executor_core.hpp>
+#include <spindle/detail/executor/task.hpp>
 
 #include <stdexcept>
 #include <utility>

@@ -25,7 +25,7 @@
 // Happens-before: every call of f happens-before parallel_for returns.
 // Example: tests/parallel_test.cpp (Example).
 
-#include <spindle/detail/executor_core.hpp>
+#include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/executor.hpp>
 
 #include <algorithm>

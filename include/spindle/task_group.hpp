@@ -46,10 +46,10 @@
 // Thread safety: spawn() from any thread; wait() from one thread at a time.
 // Example: tests/task_group_test.cpp (Example).
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/executor_latch.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/executor.hpp>
 
 #include <cstdint>

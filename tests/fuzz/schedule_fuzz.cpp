@@ -4,8 +4,8 @@
 // failure the checker reports (lost item, race, deadlock, livelock) aborts with the schedule.
 #include <spindle/channel.hpp>
 #include <spindle/deque.hpp>
-#include <spindle/detail/mutex.hpp>
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/mutex.hpp>
+#include <spindle/detail/sync/parker.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
 

@@ -104,7 +104,7 @@ TEST(LinChannel, BoundedCapacityThree) {
 }
 
 // bounded(9) of 8-byte values spreads its first 8 positions over two rows of slots
-// (channel_array.hpp, "Spread slots") and leaves the ninth in place.
+// (array_channel.hpp, "Spread slots") and leaves the ninth in place.
 TEST(LinChannel, BoundedCapacityNineSpreadsItsSlots) {
   auto const bad = check_channels(9, 5);
   EXPECT_TRUE(bad.empty()) << "bounded(9) history not linearizable:\n"

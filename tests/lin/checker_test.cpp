@@ -1,7 +1,7 @@
 // The linearizability checker itself: hand-written histories it must accept and reject, and a
 // deliberately non-linearizable queue (two internal lanes) that it must catch under real
 // threads.
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // Runs one short concurrent history: a few threads start together (a spinning start line), each
 // runs its operations on the objects under test and records invoke/response timestamps and results;
 // the merged history is returned for the checker.
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <atomic>
 #include <cstdint>

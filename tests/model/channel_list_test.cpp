@@ -1,4 +1,4 @@
-// The unbounded channel's block ends under the model checker (detail/channel_list.hpp): two
+// The unbounded channel's block ends under the model checker (detail/channel/list_channel.hpp): two
 // receivers take the last two slots of a block at once, so the receiver of the last slot
 // starts the block's cooperative destruction while the other may still be reading its slot.
 // A block recycled one slot early (the destroyer skipping the second-to-last slot, or the
@@ -26,7 +26,7 @@ using ledger = spindle_test::payload_ledger;
 
 namespace {
 
-/// Slots per block of the unbounded channel (channel_list.hpp: lap 32, one position of which
+/// Slots per block of the unbounded channel (list_channel.hpp: lap 32, one position of which
 /// marks the move to the next block).
 constexpr int block_slots = 31;
 

@@ -1,6 +1,6 @@
 // spindle::executor under the model checker: its workers are model threads (detail::os_thread),
-// so the scheduler interleaves the parking protocol of detail/idle.hpp ((N1)/(P1)), the
-// injector, stealing, help-first waiting and shutdown. A task left in a queue while every
+// so the scheduler interleaves the parking protocol of detail/executor/idle_set.hpp ((N1)/(P1)),
+// the injector, stealing, help-first waiting and shutdown. A task left in a queue while every
 // worker sleeps (the lost wake-up of tokio#6876) shows up as a deadlock: the thread waiting
 // for it never wakes; a task run twice or never fails a count; a missing happens-before edge
 // between a task and whoever waits for it is reported by the race detector through
@@ -11,7 +11,7 @@
 // next to locked read-modify-writes (the injector's and idle set's mutexes), which already
 // drain the buffer, so their absence would only show on a weaker memory model than the
 // scheduler executes; a missing wake, or a re-check that misses work, is caught.
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/parker.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>

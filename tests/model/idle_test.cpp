@@ -1,21 +1,21 @@
-// The parking protocol of detail/idle.hpp on its own: two workers made of the real idle_set,
-// injector and deques, running executor_core.hpp's find/park loop cut down to its protocol
-// steps (no backoff, no fairness tick, no guests, no shutdown protocol). The executor itself
-// runs under the checker in tests/model/executor_test.cpp, but its spin and search loops make
-// the tree too wide for exhaustive search; here every schedule within one preemption is run.
+// The parking protocol of detail/executor/idle_set.hpp on its own: two workers made of the real
+// idle_set, injector and deques, running executor_core.hpp's find/park loop cut down to its
+// protocol steps (no backoff, no fairness tick, no guests, no shutdown protocol). The executor
+// itself runs under the checker in tests/model/executor_test.cpp, but its spin and search loops
+// make the tree too wide for exhaustive search; here every schedule within one preemption is run.
 //
 // The scenario: two tasks posted from outside, T1 blocking its worker (on a
 // parker, not through the executor) until T2 has run. A worker that is not searching moves
 // both from the injector in one batch; while T2 is in transit to its deque the other worker
 // re-checks every queue, finds nothing and parks. With the batch announced ((M1) in
-// detail/idle.hpp) every schedule passes; without it (the earlier protocol, kept here
+// detail/executor/idle_set.hpp) every schedule passes; without it (the earlier protocol, kept here
 // as the seeded bug) the checker reports the deadlock.
 #include <spindle/deque.hpp>
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/idle.hpp>
-#include <spindle/detail/injector.hpp>
-#include <spindle/detail/parker.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/idle_set.hpp>
+#include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/parker.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
 

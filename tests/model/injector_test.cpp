@@ -3,8 +3,8 @@
 // two poppers, and a push racing close(). Every task pushed is taken exactly once, and what the
 // pusher wrote before push() is visible to the popper (the race detector checks the payloads
 // and the slots, which the queue marks with note_read/note_write).
-#include <spindle/detail/injector.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/task.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
 

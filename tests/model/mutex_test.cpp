@@ -1,7 +1,7 @@
 // detail::mutex under the model checker: mutual exclusion (the race detector sees every access
 // to the protected counter, so a critical section that is not ordered after the previous one is
 // reported), no lost wake-up of a sleeping locker, and try_lock.
-#include <spindle/detail/mutex.hpp>
+#include <spindle/detail/sync/mutex.hpp>
 #include <spindle/model/track_allocations.hpp>
 
 #include <gtest/gtest.h>

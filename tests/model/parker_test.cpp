@@ -1,6 +1,6 @@
 // detail::parker under the model checker: every interleaving of park/unpark (and of a timed park
 // racing its timeout) ends with the token consumed, and nothing is lost.
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/parker.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
 

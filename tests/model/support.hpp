@@ -1,7 +1,7 @@
 #pragma once
 // Shared helpers of the model-checking tests: budgets that shrink under sanitizers and a line
 // per exploration that says how many schedules were run.
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/model/atomic.hpp>
 
 #include <cstdint>

@@ -10,8 +10,8 @@
 // Two tests: the real task_group on a model executor, and a copy of the count protocol run by
 // model threads in both versions, the current one and the old one as a seeded bug, which the
 // checker must catch.
-#include <spindle/detail/executor_latch.hpp>
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/sync/parker.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/task_group.hpp>

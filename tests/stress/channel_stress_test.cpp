@@ -2,7 +2,7 @@
 // per-producer order as each consumer sees it, and close / last-receiver drop racing sends.
 
 #include <spindle/channel.hpp>
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-// Stress tests for spindle/detail/injector.hpp with more threads than cores: pushers and
+// Stress tests for spindle/detail/executor/injector.hpp with more threads than cores: pushers and
 // poppers across many block boundaries (small blocks, so the spare block is recycled and new
 // blocks are allocated all the time), and close() racing the pushers. Every accepted task is
 // taken exactly once; a refused push leaves nothing behind.
 
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/injector.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The instrumented atomic and the blocking hooks that <spindle/detail/atomic.hpp> uses when
+// The instrumented atomic and the blocking hooks that <spindle/detail/sync/atomic.hpp> uses when
 // SPINDLE_MODEL_CHECK is defined.
 //
 // Every operation first stops at a scheduling point of the running model execution (see

@@ -44,7 +44,7 @@
 //   A node's `next` is written by whoever frees it, before the release CAS that publishes it.
 //   pending_remote, remote_batch_gone  thread_local: the freeing thread only.
 
-#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
-// Tests for spindle/detail/task_pool.hpp: pooled task records, freed by the allocating thread
-// or by any other, including after the allocating thread has exited. ASan's leak check and
+// Tests for spindle/detail/executor/task_pool.hpp: pooled task records, freed by the allocating
+// thread or by any other, including after the allocating thread has exited. ASan's leak check and
 // TSan run these too: every node and every heap must be freed exactly once.
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/task_pool.hpp>
+#include <spindle/detail/executor/task_pool.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// Tests for spindle/detail/injector.hpp: the executor's injection queue of task pointers,
+// Tests for spindle/detail/executor/injector.hpp: the executor's injection queue of task pointers,
 // stored in recycled blocks with a lock per end. Order, batch sizes, block boundaries (also
 // with tiny blocks, pushing and popping interleaved), close, and concurrent pushers and
 // poppers (every task taken exactly once).
-#include <spindle/detail/injector.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/task.hpp>
 
 #include <gtest/gtest.h>
 

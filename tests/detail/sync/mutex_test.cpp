@@ -1,5 +1,5 @@
 // detail::mutex: a futex mutex for short critical sections, usable with std::lock_guard.
-#include <spindle/detail/mutex.hpp>
+#include <spindle/detail/sync/mutex.hpp>
 
 #include <gtest/gtest.h>
 

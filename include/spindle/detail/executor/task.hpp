@@ -3,7 +3,7 @@
 //
 // Every queue (worker deques, the injector) carries `task*`. A `task` is one word: the
 // function that runs it (the injector stores pointers in blocks of its own, see
-// detail/injector.hpp). Three kinds exist:
+// detail/executor/injector.hpp). Three kinds exist:
 //
 //   spawned_task<Fn, R>  one node per `spawn`: the callable, the result (or exception)
 //                        and the completion, shared with the join_handle by a count of two
@@ -16,8 +16,8 @@
 //
 // Allocation: one node per spawn/post (the node holds the callable, so there is no second
 // allocation for a std::function), made by `new_node` and freed by `delete_node`
-// (detail/task_pool.hpp): records of up to pool_payload bytes come from a per-thread pool,
-// larger ones from operator new. See the note on allocation in detail/executor_core.hpp.
+// (detail/executor/task_pool.hpp): records of up to pool_payload bytes come from a per-thread pool,
+// larger ones from operator new. See the note on allocation in detail/executor/executor_core.hpp.
 // `join`, `parallel_for` and `parallel_reduce` allocate nothing.
 //
 // Synchronization: a task's fields are written before it is pushed to a queue and read by the
@@ -25,9 +25,9 @@
 // fields are written by the running worker before `completion::set()` (release) and read by
 // the joiner after `completion::is_set()` (acquire).
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/executor_latch.hpp>
-#include <spindle/detail/task_pool.hpp>
+#include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/executor/task_pool.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <concepts>
 #include <cstdint>

@@ -41,9 +41,9 @@
 //
 // Progress: push/remove/notify take a short lock; `notify_one` on an empty list is wait-free.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/mutex.hpp>
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/mutex.hpp>
+#include <spindle/detail/sync/parker.hpp>
 
 #include <cstdint>
 #include <mutex>

@@ -53,10 +53,10 @@
 //                      the sleeping count in state_ equals sleepers_.size() whenever mu_ is
 //                      free.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/cache_padded.hpp>
-#include <spindle/detail/mutex.hpp>
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/mutex.hpp>
+#include <spindle/detail/sync/parker.hpp>
 
 #include <cstddef>
 #include <cstdint>

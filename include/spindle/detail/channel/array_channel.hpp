@@ -59,19 +59,19 @@
 //   head_   written by receivers (CAS); read by everyone.
 //   slot.stamp  the hand-over of one slot: release store by whoever finished with the slot,
 //               acquire load by whoever wants it next; it guards slot.storage.
-//   senders_/receivers_  wait lists (detail/wait_list.hpp).
+//   senders_/receivers_  wait lists (detail/sync/wait_list.hpp).
 // The tail_/head_ CASes are seq_cst: each is the state change half of the Dekker pair (B) with
 // the wait list's is_empty flag (see wait_list.hpp), and on x86 a CAS is a full barrier anyway.
 //
 // Memory: capacity slots of (8 bytes + sizeof(T), aligned), allocated once; nothing per message.
 // Slots of more than 32 bytes are not spread (fewer than two fit a line).
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/backoff.hpp>
-#include <spindle/detail/cache_padded.hpp>
-#include <spindle/detail/channel_core.hpp>
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/wait_list.hpp>
+#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/backoff.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/wait_list.hpp>
 
 #include <algorithm>
 #include <bit>

@@ -54,11 +54,11 @@
 // Progress: blocking (short critical sections: a slot store per push, a copy of at most
 // `max_batch` pointers per pop); pushers and poppers do not wait for each other.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/cache_padded.hpp>
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/mutex.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/mutex.hpp>
 
 #include <cstddef>
 #include <cstdint>

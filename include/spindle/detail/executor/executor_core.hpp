@@ -4,14 +4,14 @@
 //
 // Scheduling (RESEARCH.md §1.7 crossbeam-deque's find-task loop, §2.1 tokio, (b) 10):
 // - Each worker owns a Chase-Lev `worker<task*>` (LIFO). Tasks a worker submits go to its own
-//   deque; tasks from other threads go to the injector (detail/injector.hpp).
+//   deque; tasks from other threads go to the injector (detail/executor/injector.hpp).
 // - find_task: every 61st tick the injector first (tokio/Go's fairness interval, so local
 //   spawning cannot starve outside submissions), then the own deque, then the injector (a
 //   batch: len / workers + 1, at most 32), then steal_batch_and_pop from victims in a random
 //   rotation, repeated while a steal says `retry`.
 // - Searching and parking follow tokio's idle protocol with an explicit Dekker pairing; see
-//   detail/idle.hpp for the argument and its tags (N1), (P1), and (M1) for a batch that a
-//   worker moves into its own deque (from the injector, or stolen from a victim's deque).
+//   detail/executor/idle_set.hpp for the argument and its tags (N1), (P1), and (M1) for a batch
+//   that a worker moves into its own deque (from the injector, or stolen from a victim's deque).
 // - Help-first waiting: a worker that waits for a completion (join, join_handle::join,
 //   task_group::wait) runs other tasks meanwhile and parks only when nothing is runnable.
 //
@@ -44,20 +44,20 @@
 // the samples (it varied with the load on the machine), the workers' hottest instructions were the
 // injector's pointer walk (a cache miss per task while holding the lock), and the producer waited
 // for that lock. Chosen: the injector stores task pointers in recycled blocks
-// (detail/injector.hpp), and task records of up to pool_payload bytes come from per-thread pools
-// whose nodes other threads return with one CAS (detail/task_pool.hpp; a thread that exits with
-// nodes outstanding leaves its heap to the last of them). After: the injector walk is gone from the
-// profile; malloc and free remain for the records beyond a pool's limit in a burst (a
+// (detail/executor/injector.hpp), and task records of up to pool_payload bytes come from per-thread
+// pools whose nodes other threads return with one CAS (detail/executor/task_pool.hpp; a thread that
+// exits with nodes outstanding leaves its heap to the last of them). After: the injector walk is
+// gone from the profile; malloc and free remain for the records beyond a pool's limit in a burst (a
 // 1,000,000-task burst runs far past it) and for deque growth.
 // Second round (perf annotate, same workload): the producer's hottest instructions were the
 // injector lock's compare-exchange and unlocking exchange (the workers' polls of the queue's
 // length sat on the lock's line) and the load of a recycled node's `next` (the node was last
 // written by the worker that freed it); the workers' were the CAS of each node's return to the
 // producer's pool. Now the injector has a lock per end on lines of their own
-// (detail/injector.hpp) and a worker returns nodes in batches of 32 with one CAS
-// (detail/task_pool.hpp): in `spindle-bench executor` runs on a quiet machine, posting went from
-// 2.0 to 5.2 M tasks/s, task_group::spawn from 2.4 to 3.9, spawn+join from 1.6-2.0 to 3.3-3.4.
-// The load of a recycled node's `next` is still the producer's hottest instruction.
+// (detail/executor/injector.hpp) and a worker returns nodes in batches of 32 with one CAS
+// (detail/executor/task_pool.hpp): in `spindle-bench executor` runs on a quiet machine, posting
+// went from 2.0 to 5.2 M tasks/s, task_group::spawn from 2.4 to 3.9, spawn+join from 1.6-2.0
+// to 3.3-3.4. The load of a recycled node's `next` is still the producer's hottest instruction.
 //
 // Model checking (tests/model/executor_test.cpp): the workers start as `detail::os_thread`, a
 // model thread under SPINDLE_MODEL_CHECK, so the scheduler interleaves every step of the
@@ -80,15 +80,15 @@
 //                give it back (hands the slot's deque and parker from one guest to the next).
 
 #include <spindle/deque.hpp>
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/backoff.hpp>
-#include <spindle/detail/cache_padded.hpp>
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/executor_latch.hpp>
-#include <spindle/detail/idle.hpp>
-#include <spindle/detail/injector.hpp>
-#include <spindle/detail/mutex.hpp>
-#include <spindle/detail/task.hpp>
+#include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/executor/idle_set.hpp>
+#include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/backoff.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/mutex.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -277,7 +277,7 @@ class executor_core {
   /// about to split work at least that wide (an outside parallel_for or parallel_reduce).
   /// Left to the pushes, they would wake one at a time: the guest's first push wakes one
   /// worker, and only once that one finds work does it wake the next (the ramp-up of
-  /// idle.hpp), so on the 2-core VM, where a parked thread runs again 50-190 us after its
+  /// idle_set.hpp), so on the 2-core VM, where a parked thread runs again 50-190 us after its
   /// wake, the second helper joined a 1 ms loop late. Three same-process A/B runs of
   /// `spindle-bench executor --only for` (medians of 21): 0.813, 0.846, 0.817 ms waking the
   /// workers at entry against 0.857, 0.866, 0.830 without (oneTBB 0.843, 0.855, 0.850). A woken
@@ -515,8 +515,8 @@ class executor_core {
     return first;
   }
 
-  /// (M1) in detail/idle.hpp: tasks a batch moved into w's deque (from the injector or from a
-  /// victim's deque) were invisible to every other worker's (P1) re-check while in transit,
+  /// (M1) in detail/executor/idle_set.hpp: tasks a batch moved into w's deque (from the injector or
+  /// from a victim's deque) were invisible to every other worker's (P1) re-check while in transit,
   /// and the (N1) of whoever queued them may have skipped its wake because of that re-check.
   /// So the mover announces them again once they are in its deque. A searcher leaves that to
   /// found_work(): the searching count it drops there with a seq_cst RMW, after the batch was
@@ -570,7 +570,7 @@ class executor_core {
 
   /// A worker's steal: about half of a victim's deque into its own, and the first one to run.
   /// Only a searcher steals, so found_work() announces what the batch left in w's deque
-  /// ((M1) in detail/idle.hpp, announce_moved()).
+  /// ((M1) in detail/executor/idle_set.hpp, announce_moved()).
   auto steal(worker_ctx& w) noexcept -> task* {
     SPINDLE_ASSERT(w.searching, "a worker stole a batch without searching");
     auto& counters = w.counters.value;
@@ -656,7 +656,8 @@ class executor_core {
   }
 
   /// Called when a searcher found work: the last searcher wakes the next sleeper. This also
-  /// announces whatever a batch the searcher took left in its deque: (M1) in detail/idle.hpp.
+  /// announces whatever a batch the searcher took left in its deque: (M1) in
+  /// detail/executor/idle_set.hpp.
   void found_work(worker_ctx& w) noexcept {
     if (w.searching) {
       w.searching = false;
@@ -732,7 +733,7 @@ class executor_core {
     idle_.prepare_park(w.index, w.searching);
     w.searching = false;
     // (P1) fence: our registration as a sleeper is visible before we re-check the queues;
-    // pairs with the notifier's fence (N1) in submit_outside() (see detail/idle.hpp).
+    // pairs with the notifier's fence (N1) in submit_outside() (see detail/executor/idle_set.hpp).
     fence_seq_cst();
     bool exit = false;
     bool const work = work_visible();

@@ -1,5 +1,5 @@
 // detail::parker: a binary token that one thread sleeps on and any thread hands over.
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/parker.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // detail::backoff: spin, then yield, then tell the caller to park.
-#include <spindle/detail/backoff.hpp>
+#include <spindle/detail/sync/backoff.hpp>
 
 #include <gtest/gtest.h>
 

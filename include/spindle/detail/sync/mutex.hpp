@@ -1,7 +1,7 @@
 #pragma once
 // A small futex mutex for short critical sections off the fast paths (wait-list registration,
 // the rendezvous channel). It exists instead of std::mutex so that every blocking step goes
-// through detail/atomic.hpp, where the model checker can see and schedule it.
+// through detail/sync/atomic.hpp, where the model checker can see and schedule it.
 //
 // Algorithm: Drepper, "Futexes Are Tricky" (2011), mutex #3 ("mutex2" in the paper's second
 // revision): state 0 = unlocked, 1 = locked, 2 = locked with possible sleepers. Unlock issues
@@ -14,7 +14,7 @@
 // Not recursive, not fair. Meets the standard Lockable requirements, so std::lock_guard and
 // std::unique_lock work with it.
 
-#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <cstdint>
 

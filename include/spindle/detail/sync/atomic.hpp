@@ -28,7 +28,7 @@
 // from a callable and join(); a model::thread can be neither copied nor moved, so hold it by
 // std::unique_ptr (or in a container that never moves its elements).
 
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -39,11 +39,11 @@
 #include <spindle/model/atomic.hpp>
 #else
 #if defined(__linux__)
-#include <climits>
-#include <ctime>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <climits>
+#include <ctime>
 #endif
 #endif
 
@@ -63,9 +63,15 @@ using atomic = ::spindle::model::atomic<T>;
 using os_thread = ::spindle::model::thread;
 
 // seq_cst: the model's fence; pairs as the fence it stands for does.
-inline void fence_seq_cst() noexcept { ::spindle::model::fence(std::memory_order_seq_cst); }
-inline void spin_pause() noexcept { ::spindle::model::spin_pause(); }
-inline void thread_yield() noexcept { ::spindle::model::thread_yield(); }
+inline void fence_seq_cst() noexcept {
+  ::spindle::model::fence(std::memory_order_seq_cst);
+}
+inline void spin_pause() noexcept {
+  ::spindle::model::spin_pause();
+}
+inline void thread_yield() noexcept {
+  ::spindle::model::thread_yield();
+}
 inline void prefetch_for_write(void const* /*p*/) noexcept {}
 inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
   ::spindle::model::futex_wait(word, expected);
@@ -120,7 +126,9 @@ inline void spin_pause() noexcept {
 }
 
 /// Gives the rest of this time slice to another runnable thread.
-inline void thread_yield() noexcept { std::this_thread::yield(); }
+inline void thread_yield() noexcept {
+  std::this_thread::yield();
+}
 
 /// Asks for the cache line at `p` in exclusive state, ahead of a load that will be followed
 /// by a store to the same line: one ownership transfer instead of a shared copy and then an

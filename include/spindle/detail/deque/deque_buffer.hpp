@@ -13,8 +13,8 @@
 // allocated until the deque dies, so a thief that still holds a pointer to one reads memory
 // that is alive and whose live slots still hold the values they held when it was retired.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <array>
 #include <bit>

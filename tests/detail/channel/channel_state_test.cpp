@@ -1,11 +1,11 @@
-// Tests for spindle/detail/channel_counter.hpp: the shared state behind a channel's handles.
+// Tests for spindle/detail/channel/channel_state.hpp: the shared state behind a channel's handles.
 // The handle counts decide when the channel closes and is freed (tests/channel_test.cpp covers
 // that through the public handles); here, the other thing they decide: whether a blocked
 // receiver polls before it yields (detail::recv_blocking), which it does only while the
 // handles number at most the processors.
 #include <spindle/channel.hpp>
-#include <spindle/detail/channel_core.hpp>
-#include <spindle/detail/channel_counter.hpp>
+#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/detail/channel/channel_state.hpp>
 
 #include <gtest/gtest.h>
 

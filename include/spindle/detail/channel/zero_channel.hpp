@@ -19,10 +19,10 @@
 //
 // Memory: none per message; a blocked operation's entry and packet live on its stack.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/channel_core.hpp>
-#include <spindle/detail/mutex.hpp>
-#include <spindle/detail/wait_list.hpp>
+#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/mutex.hpp>
+#include <spindle/detail/sync/wait_list.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -19,7 +19,7 @@
 //
 // Progress: park blocks; unpark is wait-free (one exchange and at most one syscall).
 
-#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -1,5 +1,5 @@
-// detail/atomic.hpp: the alias, the fence and the futex-style wait/wake.
-#include <spindle/detail/atomic.hpp>
+// detail/sync/atomic.hpp: the alias, the fence and the futex-style wait/wake.
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 //
 // Thread safety: a backoff is a local variable of one thread; it shares nothing.
 
-#include <spindle/detail/atomic.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <cstdint>
 

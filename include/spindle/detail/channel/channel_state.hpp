@@ -19,11 +19,11 @@
 // is made from an existing one, which keeps the state alive; acq_rel decrements: the last
 // one sees every other handle's use). `destroy_` is exchanged once by each side's last handle.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/channel_array.hpp>
-#include <spindle/detail/channel_core.hpp>
-#include <spindle/detail/channel_list.hpp>
-#include <spindle/detail/channel_zero.hpp>
+#include <spindle/detail/channel/array_channel.hpp>
+#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/detail/channel/list_channel.hpp>
+#include <spindle/detail/channel/zero_channel.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 
 #include <cstddef>
 #include <cstdint>

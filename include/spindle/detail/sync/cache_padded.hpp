@@ -2,7 +2,7 @@
 // Alignment to the destructive-interference size, so that two values written by different
 // threads never share a cache line (false sharing).
 
-#include <spindle/detail/config.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <cstddef>
 #include <utility>

@@ -1,5 +1,5 @@
 // detail::cache_padded: each value on its own cache line(s).
-#include <spindle/detail/cache_padded.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
 
 #include <gtest/gtest.h>
 

@@ -26,8 +26,8 @@
 //            set(). Happens-before: everything the setter did before set() is visible to the
 //            waiter once it observes `done` (release exchange / acquire load).
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/parker.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/parker.hpp>
 
 #include <cstdint>
 

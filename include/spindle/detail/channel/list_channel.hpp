@@ -40,12 +40,12 @@
 // Memory: one block (8 + 31 * (4 + sizeof(T), aligned) bytes) per 31 values in the channel,
 // plus at most one cached block; drained blocks go back to the allocator as the channel drains.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/backoff.hpp>
-#include <spindle/detail/cache_padded.hpp>
-#include <spindle/detail/channel_core.hpp>
-#include <spindle/detail/config.hpp>
-#include <spindle/detail/wait_list.hpp>
+#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/backoff.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/wait_list.hpp>
 
 #include <cstddef>
 #include <cstdint>

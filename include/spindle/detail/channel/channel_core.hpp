@@ -6,12 +6,12 @@
 // The blocking protocol (crossbeam-channel array.rs `send`/`recv`, RESEARCH.md §1.4 and
 // (b) 4-5): an operation first tries without blocking, polling and yielding for a bounded
 // budget (`wait_budget`, below); then it registers a waiter on the side's wait list, re-checks
-// readiness (the lost-wakeup guard: see detail/wait_list.hpp for the seq_cst pairing), parks, and
-// unregisters. A wake-up is a hint, not a hand-off: the woken party retries from the top.
-// Every freed slot or sent message wakes one waiter; close wakes all.
+// readiness (the lost-wakeup guard: see detail/sync/wait_list.hpp for the seq_cst pairing), parks,
+// and unregisters. A wake-up is a hint, not a hand-off: the woken party retries from the top. Every
+// freed slot or sent message wakes one waiter; close wakes all.
 
-#include <spindle/detail/atomic.hpp>
-#include <spindle/detail/wait_list.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/wait_list.hpp>
 
 #include <chrono>
 #include <cstddef>
