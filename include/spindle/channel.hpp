@@ -6,7 +6,7 @@
 // any thread, through any copy. Example: tests/channel_test.cpp (test `Channel.Example`) and
 // examples/channel_pipeline.cpp.
 //
-// Flavours (RESEARCH.md §1.2-1.6, (b) 1-7, after crossbeam-channel):
+// Flavours (after crossbeam-channel, crossbeam-channel/src/flavors/):
 //   bounded(n), n >= 1  a preallocated ring of n stamped slots (Vyukov's bounded MPMC queue as
 //                       crossbeam builds it): no allocation per message, any n (not only powers
 //                       of two), linearizable FIFO. Consecutive positions sit on different
@@ -62,6 +62,7 @@
 // When not to use: single-producer single-consumer pipelines that never block can go faster
 // with a dedicated SPSC ring; a channel is the general tool (MPMC, blocking, close, timeouts).
 
+#include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/channel_core.hpp>
 #include <spindle/detail/channel/channel_state.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -84,6 +85,17 @@ class sender;
 template <transferable T>
 class receiver;
 
+namespace detail {
+/// Makes the two first handles of a new channel state: the only caller of their adopting
+/// constructors, which are private so that no public signature takes a detail:: type.
+struct channel_access {
+  template <class T>
+  static auto make_pair(channel_state<T>* s) noexcept -> std::pair<sender<T>, receiver<T>> {
+    return {sender<T>(s, adopt_handle), receiver<T>(s, adopt_handle)};
+  }
+};
+}  // namespace detail
+
 /// The sending handle of a channel. Copyable: every copy sends into the same channel; the
 /// channel closes for receivers (after they drain it) when the last sender is destroyed.
 ///
@@ -93,10 +105,6 @@ class receiver;
 template <transferable T>
 class sender {
  public:
-  /// Adopts one handle count of `state` (used by bounded() and unbounded()).
-  sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
-      : state_(state) {}
-
   sender(sender const& other) noexcept : state_(other.state_) {
     if (state_ != nullptr) {
       state_->acquire_sender();
@@ -170,6 +178,12 @@ class sender {
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
 
  private:
+  friend struct detail::channel_access;
+
+  /// Adopts one handle count of `state` (bounded() and unbounded(), through channel_access).
+  sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
+      : state_(state) {}
+
   static auto finish(send_status status, T& value) -> send_result<T> {
     if (status == send_status::sent) {
       return send_result<T>{status, std::nullopt};
@@ -196,10 +210,6 @@ class sender {
 template <transferable T>
 class receiver {
  public:
-  /// Adopts one handle count of `state` (used by bounded() and unbounded()).
-  receiver(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
-      : state_(state) {}
-
   receiver(receiver const& other) noexcept : state_(other.state_) {
     if (state_ != nullptr) {
       state_->acquire_receiver();
@@ -217,7 +227,10 @@ class receiver {
   }
 
   /// Receives the next value, blocking while the channel is empty. Returns std::nullopt only
-  /// when the channel is closed and drained.
+  /// when the channel is closed and drained. The only receive that returns a plain optional:
+  /// it can end in just two ways (a value, or closed for good), which an optional says
+  /// exactly, as Go's `v, ok := <-ch`; every other receive can also end empty, timed out or
+  /// cancelled, and returns a recv_result that names which.
   auto recv() noexcept -> std::optional<T> {
     auto r = get().recv({});
     return std::move(r.value);
@@ -401,6 +414,12 @@ class receiver {
   }
 
  private:
+  friend struct detail::channel_access;
+
+  /// Adopts one handle count of `state` (bounded() and unbounded(), through channel_access).
+  receiver(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
+      : state_(state) {}
+
   /// The channel; every operation other than the special members goes through here.
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
     SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::receiver");
@@ -436,8 +455,7 @@ auto bounded(std::size_t capacity) {
   using state = detail::channel_state<T>;
   state* s = capacity == 0 ? new state(typename state::zero_tag{})
                            : new state(typename state::array_tag{}, capacity);
-  return std::pair<sender<T>, receiver<T>>{sender<T>(s, detail::adopt_handle),
-                                           receiver<T>(s, detail::adopt_handle)};
+  return detail::channel_access::make_pair(s);
 }
 
 /// Creates a channel with no bound: send never blocks (capacity() reports
@@ -450,8 +468,7 @@ template <transferable T>
 auto unbounded() {
   using state = detail::channel_state<T>;
   auto* s = new state(typename state::list_tag{});
-  return std::pair<sender<T>, receiver<T>>{sender<T>(s, detail::adopt_handle),
-                                           receiver<T>(s, detail::adopt_handle)};
+  return detail::channel_access::make_pair(s);
 }
 
 }  // namespace spindle

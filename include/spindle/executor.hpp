@@ -44,7 +44,9 @@
 
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/executor/task.hpp>
+#include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
+#include <spindle/task_traits.hpp>
 
 #include <cstddef>
 #include <exception>
@@ -59,6 +61,13 @@ namespace spindle {
 
 /// Receives an exception that escaped a task passed to executor::post.
 using unhandled_exception_handler = std::function<void(std::exception_ptr)>;
+
+class executor;
+
+namespace detail {
+/// The engine of `ex`, for the library's algorithms.
+auto core_of(executor& ex) noexcept -> executor_core&;
+}  // namespace detail
 
 class executor {
  public:
@@ -140,10 +149,11 @@ class executor {
   /// of this executor (the caller then holds a guest slot, which keeps the workers running).
   void shutdown() { core_->shutdown(); }
 
-  /// The engine, for task_group, join and parallel algorithms.
-  [[nodiscard]] auto core() noexcept -> detail::executor_core& { return *core_; }
-
  private:
+  // The engine is reachable only by the library's own algorithms (task_group, join, the
+  // parallel loops), through detail::core_of().
+  friend auto detail::core_of(executor& ex) noexcept -> detail::executor_core&;
+
   static auto default_workers() noexcept -> std::size_t {
     auto const n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : n;
@@ -151,6 +161,10 @@ class executor {
 
   std::unique_ptr<detail::executor_core> core_;
 };
+
+inline auto detail::core_of(executor& ex) noexcept -> executor_core& {
+  return *ex.core_;
+}
 
 namespace detail {
 
@@ -234,7 +248,7 @@ auto join(executor& ex, A&& a, B&& b)
                  detail::stored_result_t<std::remove_reference_t<B>>> {
   detail::check_not_null(a, "spindle::join: a is a null pointer");
   detail::check_not_null(b, "spindle::join: b is a null pointer");
-  auto& core = ex.core();
+  auto& core = detail::core_of(ex);
   if (detail::worker_ctx* const w = core.local()) [[likely]] {
     return detail::join_on_worker(core, *w, a, b);
   }

@@ -53,7 +53,7 @@ concept parallel_index = (std::integral<I> && !std::same_as<std::remove_cv_t<I>,
 namespace detail {
 
 inline auto core_local(executor& ex) noexcept -> worker_ctx* {
-  return ex.core().local();
+  return detail::core_of(ex).local();
 }
 
 /// The unsigned type that counts the indices of a range of `I`: wide enough for the length of
@@ -204,7 +204,7 @@ auto loop_helpers(executor& ex, Count n, Count grain) noexcept -> std::size_t {
 
 template <class Fn>
 auto run_in_workers(executor& ex, Fn& fn, std::size_t helpers) -> stored_result_t<Fn> {
-  if (ex.core().local() != nullptr) {
+  if (detail::core_of(ex).local() != nullptr) {
     if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>) {
       fn();
       return {};
@@ -212,7 +212,7 @@ auto run_in_workers(executor& ex, Fn& fn, std::size_t helpers) -> stored_result_
       return fn();
     }
   }
-  return run_as_root(ex.core(), fn, helpers);
+  return run_as_root(detail::core_of(ex), fn, helpers);
 }
 
 }  // namespace detail

@@ -2,9 +2,12 @@
 // The umbrella header: every public spindle header.
 
 #include <spindle/channel.hpp>
+#include <spindle/channel_result.hpp>
 #include <spindle/deque.hpp>
 #include <spindle/executor.hpp>
+#include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/task_group.hpp>
+#include <spindle/task_traits.hpp>
 #include <spindle/version.hpp>

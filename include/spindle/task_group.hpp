@@ -73,7 +73,7 @@ class task_group {
     wait_all();
     if (auto e = take_error()) {
       if (std::uncaught_exceptions() <= uncaught_) {
-        ex_.core().report(std::move(e), detail::report_origin::unwaited_task_group);
+        detail::core_of(ex_).report(std::move(e), detail::report_origin::unwaited_task_group);
       }
     }
   }
@@ -95,13 +95,13 @@ class task_group {
       finish();
     };
     using node = detail::posted_task<decltype(body)>;
-    detail::node_ptr<node> owned(
-        detail::new_node<node>(std::move(body), &detail::executor_core::report_thunk, &ex_.core()));
+    detail::node_ptr<node> owned(detail::new_node<node>(
+        std::move(body), &detail::executor_core::report_thunk, &detail::core_of(ex_)));
     // relaxed: the task is published by the queue push below; the count only has to be
     // raised before the task can finish, which program order guarantees.
     pending_.fetch_add(1, std::memory_order_relaxed);
     try {
-      ex_.core().submit(owned.get());
+      detail::core_of(ex_).submit(owned.get());
     } catch (...) {
       finish();
       throw;
@@ -167,7 +167,7 @@ class task_group {
     if (pending_.load(std::memory_order_acquire) == 0) {
       return;
     }
-    auto& core = ex_.core();
+    auto& core = detail::core_of(ex_);
     detail::worker_ctx* const w = core.local();
     detail::completion done(w != nullptr ? &core.parker_of(*w) : &core.outside_parker());
     // release: publishes &done to the finisher's acquire load.

@@ -3,7 +3,7 @@
 // memoisation (Wing & Gong, "Testing and Verifying Concurrent Objects", JPDC 1993; Lowe,
 // "Testing for Linearizability", CCPE 2017), and P-compositionality by object (Herlihy & Wing's
 // locality: a history is linearizable iff each object's sub-history is; porcupine applies the
-// same partitioning, RESEARCH §6).
+// same partitioning, anishathalye/porcupine checker.go).
 //
 // A history is a list of operations with invoke/response timestamps taken from one shared
 // counter (so "a responded before b was invoked" is a real-time order) and the result each

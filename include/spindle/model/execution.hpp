@@ -13,7 +13,7 @@
 // (runnable threads, buffered stores that may reach memory, spinners that may spin out, and,
 // when nothing else can run, timed waits that may time out), fails the execution on a
 // deadlock or livelock, asks the chooser (strategies.hpp) and hands the token over.
-// The scheduler design follows folly's DeterministicSchedule (RESEARCH section 6).
+// The scheduler design follows folly's DeterministicSchedule (folly/test/DeterministicSchedule.h).
 //
 // Thread safety: see the Synchronization block of `execution`. Progress: blocking; exactly one
 // model thread runs at a time. A failed execution is abandoned: its threads stay blocked for

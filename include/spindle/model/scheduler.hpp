@@ -8,7 +8,7 @@
 // and a strategy picks which thread runs next. Because the only source of nondeterminism is
 // that choice, the sequence of choices identifies the execution, and replaying the sequence
 // reproduces it exactly. This is the design of folly's DeterministicSchedule
-// (folly/test/DeterministicSchedule.h, RESEARCH §6), extended with a race detector, deadlock
+// (folly/test/DeterministicSchedule.h), extended with a race detector, deadlock
 // and livelock detection, x86-TSO store buffers and three exploration strategies.
 //
 // Strategies.

@@ -4,10 +4,10 @@
 // Algorithm: Dmitry Vyukov's bounded MPMC queue
 // (https://www.1024cores.net/home/lock-free-algorithms/queues/bounded-mpmc-queue) in the form
 // crossbeam-channel gives it (crossbeam-rs/crossbeam:crossbeam-channel/src/flavors/array.rs;
-// RESEARCH.md §1.2, (b) 1). Each slot carries a 64-bit stamp; `head_` and `tail_` are
-// positions packing {lap, mark, index}: index in the low bits (< mark_bit), the mark bit in
-// `tail_` meaning "closed", the lap above. mark_bit = next_pow2(capacity + 1) and one_lap =
-// 2 * mark_bit, so any capacity >= 1 works, not only powers of two.
+// D. Vyukov, "Bounded MPMC queue", 1024cores.net, 2010). Each slot carries a 64-bit stamp; `head_`
+// and `tail_` are positions packing {lap, mark, index}: index in the low bits (< mark_bit), the
+// mark bit in `tail_` meaning "closed", the lap above. mark_bit = next_pow2(capacity + 1) and
+// one_lap = 2 * mark_bit, so any capacity >= 1 works, not only powers of two.
 //   - Slot i starts with stamp i. A sender at position `tail` may write slot i when its stamp
 //     equals `tail` (empty in this lap): it claims the position with a CAS on tail_, moves the
 //     value in and publishes stamp = tail + 1 ("full in this lap").
@@ -43,12 +43,13 @@
 // positions head_ and tail_ are the only lines same-side threads still contend on. When the
 // capacity is not `rows * columns`, the last indices (at most about half) stay in place, so the
 // ring holds exactly `capacity` slots. atomic_queue remaps its indices for the same reason
-// (max0x7ba/atomic_queue, RESEARCH.md §4). `spindle-bench channel`, one binary, rows interleaved,
-// slow mode of the 2-core machine: seed 4P/2C 19.1 against 13.6-14.8 M msg/s unspread, with the
-// minimum of 11 runs 18.2 against 11.2-12.0 (the spread also removes the low mode of that
-// scenario); 2P/2C 18.3 against 13.7; SPSC 27.4-27.5 against 29.5-30.0, which loses the four
-// messages a line carried from one side to the other. Spreading over 128-byte pairs of lines
-// measured slower (seed 18.6 against 20.1, SPSC 20.2 against 24.8).
+// (max0x7ba/atomic_queue, include/atomic_queue/atomic_queue.h, `remap_index`). `spindle-bench
+// channel`, one binary, rows interleaved, slow mode of the 2-core machine: seed 4P/2C 19.1
+// against 13.6-14.8 M msg/s unspread, with the minimum of 11 runs 18.2 against 11.2-12.0 (the
+// spread also removes the low mode of that scenario); 2P/2C 18.3 against 13.7; SPSC 27.4-27.5
+// against 29.5-30.0, which loses the four messages a line carried from one side to the other.
+// Spreading over 128-byte pairs of lines measured slower (seed 18.6 against 20.1, SPSC 20.2
+// against 24.8).
 //
 // Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
 // then on; receivers drain what was claimed before and then see closed. When the last receiver

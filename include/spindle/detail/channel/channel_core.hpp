@@ -1,15 +1,16 @@
 #pragma once
-// What every channel flavour shares: the `transferable` concept, the status and result types
-// of the public API (re-exported by <spindle/channel.hpp>), the options of a blocking call, and
-// the register / re-check / park / unregister step of the blocking protocol.
+// What every channel flavour shares: the options of a blocking call, deadlines on any clock,
+// and the register / re-check / park / unregister step of the blocking protocol. The public
+// result types are in <spindle/channel_result.hpp>.
 //
-// The blocking protocol (crossbeam-channel array.rs `send`/`recv`, RESEARCH.md §1.4 and
-// (b) 4-5): an operation first tries without blocking, polling and yielding for a bounded
+// The blocking protocol (crossbeam-channel src/flavors/array.rs `send`/`recv` and
+// src/waker.rs): an operation first tries without blocking, polling and yielding for a bounded
 // budget (`wait_budget`, below); then it registers a waiter on the side's wait list, re-checks
 // readiness (the lost-wakeup guard: see detail/sync/wait_list.hpp for the seq_cst pairing), parks,
 // and unregisters. A wake-up is a hint, not a hand-off: the woken party retries from the top. Every
 // freed slot or sent message wakes one waiter; close wakes all.
 
+#include <spindle/channel_result.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
 
@@ -22,50 +23,6 @@
 #include <type_traits>
 
 namespace spindle {
-
-/// A type a channel can carry. A slot is claimed before the value moves in, so the move must
-/// not throw (a throwing move would leave a claimed slot that no value will ever fill); each
-/// value is destroyed exactly once, by whoever holds it last (a receiver, or the channel on
-/// discard), so neither may ~T: a throwing destructor during a discard would leak the rest.
-template <class T>
-concept transferable = std::is_object_v<T> && std::is_nothrow_move_constructible_v<T> &&
-    std::is_nothrow_destructible_v<T>;
-
-/// How a send ended.
-enum class send_status : std::uint8_t {
-  sent,      ///< the channel accepted the value
-  full,      ///< try_send only: no room (no receiver waiting, for a rendezvous channel)
-  closed,    ///< the channel is closed (or every receiver is gone)
-  timed_out  ///< send_for/send_until only: no room before the deadline
-};
-
-/// The outcome of a send. Whenever `status != sent`, `value` holds the caller's value, handed
-/// back untouched.
-template <class T>
-struct [[nodiscard]] send_result {
-  send_status status;
-  std::optional<T> value;  // the caller's value whenever status != sent
-
-  explicit operator bool() const noexcept { return status == send_status::sent; }
-};
-
-/// How a receive ended.
-enum class recv_status : std::uint8_t {
-  received,   ///< `value` holds the message
-  empty,      ///< try_recv only: nothing to receive yet
-  timed_out,  ///< recv_for/recv_until only: nothing arrived before the deadline
-  closed,     ///< the channel is closed and drained: nothing will ever arrive
-  cancelled   ///< recv(stop_token) only: stop was requested before a message arrived
-};
-
-/// The outcome of a receive; `value` holds the message exactly when `status == received`.
-template <class T>
-struct [[nodiscard]] recv_result {
-  recv_status status;
-  std::optional<T> value;
-
-  explicit operator bool() const noexcept { return status == recv_status::received; }
-};
 
 namespace detail {
 

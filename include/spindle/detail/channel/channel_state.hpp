@@ -3,7 +3,7 @@
 // sender and receiver reference counts that decide when the channel closes, when it discards
 // its buffered values, and when it is freed.
 //
-// Design: crossbeam-channel's counter.rs (RESEARCH.md §1.6): the last sender gone closes the
+// Design: crossbeam-channel's src/counter.rs: the last sender gone closes the
 // channel (receivers drain, then see closed); the last receiver gone closes it and discards
 // what is buffered at once; whichever side lets go last frees the state (a `destroy` flag,
 // set by exchange, picks that side exactly once).

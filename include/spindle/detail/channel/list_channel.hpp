@@ -2,7 +2,7 @@
 // The unbounded channel flavour: a lock-free linked list of blocks of slots.
 //
 // Algorithm: crossbeam-channel's list flavour (crossbeam-rs/crossbeam:
-// crossbeam-channel/src/flavors/list.rs; RESEARCH.md §1.3, (b) 2), itself after Vyukov's
+// crossbeam-channel/src/flavors/list.rs), itself after Vyukov's
 // unbounded queue with blocks. Positions count slots; each block has block_cap = 31 slots and
 // owns 32 position values (lap = 32), the last of which (offset 31) is a "moving to the next
 // block" state that others wait out. Positions are shifted left by one so the low bit is a

@@ -3,7 +3,7 @@
 // directly from the sender's hands.
 //
 // Algorithm: crossbeam-channel's zero flavour (crossbeam-rs/crossbeam:
-// crossbeam-channel/src/flavors/zero.rs; RESEARCH.md (b) 3): one mutex over two wait queues,
+// crossbeam-channel/src/flavors/zero.rs): one mutex over two wait queues,
 // one of blocked senders and one of blocked receivers, each entry pointing at a packet on its
 // owner's stack. An arriving sender selects the oldest waiting receiver and moves the value
 // into that receiver's packet; an arriving receiver selects the oldest waiting sender and moves

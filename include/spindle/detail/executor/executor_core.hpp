@@ -2,7 +2,8 @@
 // The executor's engine: worker threads, their deques, the injector, finding work, parking,
 // helping while waiting, and shutdown. The public face is spindle/executor.hpp.
 //
-// Scheduling (RESEARCH.md §1.7 crossbeam-deque's find-task loop, §2.1 tokio, (b) 10):
+// Scheduling (crossbeam-deque's find-task loop, crossbeam-deque/src/lib.rs; tokio's
+// multi_thread scheduler, tokio/src/runtime/scheduler/multi_thread/worker.rs):
 // - Each worker owns a Chase-Lev `worker<task*>` (LIFO). Tasks a worker submits go to its own
 //   deque; tasks from other threads go to the injector (detail/executor/injector.hpp).
 // - find_task: every 61st tick the injector first (tokio/Go's fairness interval, so local
@@ -89,6 +90,7 @@
 #include <spindle/detail/sync/cache_padded.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
+#include <spindle/executor_stats.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -101,18 +103,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-namespace spindle {
-
-/// Counters of one worker. Relaxed snapshots: exact once the executor is idle or shut down.
-struct worker_stats {
-  std::uint64_t tasks_run = 0;
-  std::uint64_t tasks_stolen = 0;
-  std::uint64_t steal_attempts = 0;
-  std::uint64_t times_parked = 0;
-};
-
-}  // namespace spindle
 
 namespace spindle::detail {
 

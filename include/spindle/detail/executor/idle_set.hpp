@@ -1,8 +1,8 @@
 #pragma once
 // Which workers are searching for work and which sleep: the executor's parking protocol.
 //
-// Design after tokio's idle.rs (RESEARCH.md §2.2) with Eigen EventCount's Dekker argument
-// (§3.2):
+// Design after tokio's idle.rs (tokio/src/runtime/scheduler/multi_thread/idle.rs) with the
+// Dekker argument of Eigen's EventCount (Eigen/src/ThreadPool/EventCount.h):
 // - `state_` packs the number of searching workers (low 32 bits) and of sleeping workers
 //   (high 32 bits), so one load tells a notifier whether to wake anyone.
 // - A new task wakes at most one sleeper, and only when nobody is searching: a searcher will

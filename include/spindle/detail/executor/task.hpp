@@ -28,6 +28,7 @@
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/task_pool.hpp>
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/task_traits.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -37,29 +38,6 @@
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
-
-namespace spindle {
-
-/// The value a `join` side or a task group returns for a callable whose result is void.
-struct void_result {
-  friend auto operator==(void_result, void_result) noexcept -> bool = default;
-};
-
-/// A callable the executor can run: invocable with no arguments, movable into a task record,
-/// and returning void or a movable object (the result is stored until the join reads it, so
-/// references are not allowed: they could dangle).
-template <class Fn>
-concept task_callable = std::invocable < std::decay_t<Fn>
-& > &&std::move_constructible<std::decay_t<Fn>> &&
-    (std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&>> ||
-     (std::is_object_v<std::invoke_result_t<std::decay_t<Fn>&>> &&
-      std::move_constructible<std::invoke_result_t<std::decay_t<Fn>&>>));
-
-/// The result type of a task callable.
-template <task_callable Fn>
-using task_result_t = std::invoke_result_t<std::decay_t<Fn>&>;
-
-}  // namespace spindle
 
 namespace spindle::detail {
 

@@ -3,7 +3,7 @@
 // wakes exactly the waiters it should, with no lost wake-up and no cost when nobody waits.
 //
 // Design: crossbeam-channel's `Context`, `Waker` and `SyncWaker` (crossbeam-rs/crossbeam:
-// crossbeam-channel/src/context.rs, waker.rs; RESEARCH.md §1.4), rewritten for C++:
+// crossbeam-channel/src/context.rs, waker.rs), rewritten for C++:
 //   - A `waiter` is the record of one blocked party (a thread today; a coroutine or a select
 //     over several structures later). Its `selected` word moves exactly once away from
 //     `waiting`, by one CAS, to the id of the operation that completed it, to `aborted`
@@ -23,8 +23,10 @@
 // and `wake()`'s last access to the waiter is the token hand-over. The selector removes the
 // entry it selects from the queue itself, and wakes it outside the lock.
 //
-// The blocking protocol a structure follows (see `detail/channel_wait.hpp`):
-//   1. try the operation, spinning briefly with `detail::backoff`;
+// The blocking protocol a structure follows (the channels' `park_on` in
+// `detail/channel/channel_core.hpp`):
+//   1. try the operation, then keep trying for a bounded budget (the channels' `wait_budget`:
+//      polls, then yields);
 //   2. `push` an entry (publishes "someone waits" with a seq_cst store of `is_empty`);
 //   3. re-check readiness with seq_cst loads: the Dekker pair with the waker's state change
 //      followed by its seq_cst load of `is_empty` guarantees that either the waker sees the

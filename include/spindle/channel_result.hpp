@@ -1,0 +1,79 @@
+#pragma once
+// The vocabulary of spindle's channels that a user names: which types a channel carries
+// (`transferable`), and how a send or a receive ended (`send_status`/`send_result`,
+// `recv_status`/`recv_result`). Included by <spindle/channel.hpp>; on its own for code that
+// only passes results around.
+//
+// A result is a status and a `std::optional<T>`: the received message, or the caller's value
+// handed back by a send that did not happen, so no value is ever lost in a result. Test it
+// with `if (r)` (sent / received) or one of the `is_...()` helpers.
+
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+namespace spindle {
+
+/// A type a channel can carry. A slot is claimed before the value moves in, so the move must
+/// not throw (a throwing move would leave a claimed slot that no value will ever fill); each
+/// value is destroyed exactly once, by whoever holds it last (a receiver, or the channel on
+/// discard), so neither may ~T: a throwing destructor during a discard would leak the rest.
+template <class T>
+concept transferable = std::is_object_v<T> && std::is_nothrow_move_constructible_v<T> &&
+    std::is_nothrow_destructible_v<T>;
+
+/// How a send ended.
+enum class send_status : std::uint8_t {
+  sent,      ///< the channel accepted the value
+  full,      ///< try_send only: no room (no receiver waiting, for a rendezvous channel)
+  closed,    ///< the channel is closed (or every receiver is gone)
+  timed_out  ///< send_for/send_until only: no room before the deadline
+};
+
+/// The outcome of a send. Whenever `status != sent`, `value` holds the caller's value, handed
+/// back untouched.
+template <class T>
+struct [[nodiscard]] send_result {
+  send_status status;
+  std::optional<T> value;  // the caller's value whenever status != sent
+
+  explicit operator bool() const noexcept { return status == send_status::sent; }
+  [[nodiscard]] auto is_sent() const noexcept -> bool { return status == send_status::sent; }
+  [[nodiscard]] auto is_full() const noexcept -> bool { return status == send_status::full; }
+  [[nodiscard]] auto is_closed() const noexcept -> bool { return status == send_status::closed; }
+  [[nodiscard]] auto is_timed_out() const noexcept -> bool {
+    return status == send_status::timed_out;
+  }
+};
+
+/// How a receive ended.
+enum class recv_status : std::uint8_t {
+  received,   ///< `value` holds the message
+  empty,      ///< try_recv only: nothing to receive yet
+  timed_out,  ///< recv_for/recv_until only: nothing arrived before the deadline
+  closed,     ///< the channel is closed and drained: nothing will ever arrive
+  cancelled   ///< recv(stop_token) only: stop was requested before a message arrived
+};
+
+/// The outcome of a receive; `value` holds the message exactly when `status == received`.
+template <class T>
+struct [[nodiscard]] recv_result {
+  recv_status status;
+  std::optional<T> value;
+
+  explicit operator bool() const noexcept { return status == recv_status::received; }
+  [[nodiscard]] auto is_received() const noexcept -> bool {
+    return status == recv_status::received;
+  }
+  [[nodiscard]] auto is_empty() const noexcept -> bool { return status == recv_status::empty; }
+  [[nodiscard]] auto is_closed() const noexcept -> bool { return status == recv_status::closed; }
+  [[nodiscard]] auto is_timed_out() const noexcept -> bool {
+    return status == recv_status::timed_out;
+  }
+  [[nodiscard]] auto is_cancelled() const noexcept -> bool {
+    return status == recv_status::cancelled;
+  }
+};
+
+}  // namespace spindle

@@ -1,0 +1,31 @@
+#pragma once
+// The vocabulary of spindle's executor that a user names: which callables it runs
+// (`task_callable`), what they return (`task_result_t`), and what a void callable's side of a
+// `join` returns (`void_result`). Included by <spindle/executor.hpp>.
+
+#include <concepts>
+#include <functional>
+#include <type_traits>
+
+namespace spindle {
+
+/// The value a `join` side or a task group returns for a callable whose result is void.
+struct void_result {
+  friend auto operator==(void_result, void_result) noexcept -> bool = default;
+};
+
+/// A callable the executor can run: invocable with no arguments, movable into a task record,
+/// and returning void or a movable object (the result is stored until the join reads it, so
+/// references are not allowed: they could dangle).
+template <class Fn>
+concept task_callable = std::invocable < std::decay_t<Fn>
+& > &&std::move_constructible<std::decay_t<Fn>> &&
+    (std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&>> ||
+     (std::is_object_v<std::invoke_result_t<std::decay_t<Fn>&>> &&
+      std::move_constructible<std::invoke_result_t<std::decay_t<Fn>&>>));
+
+/// The result type of a task callable.
+template <task_callable Fn>
+using task_result_t = std::invoke_result_t<std::decay_t<Fn>&>;
+
+}  // namespace spindle
