@@ -39,9 +39,9 @@ constexpr std::size_t round_items = std::size_t{1} << 15;  // items per two-thre
 
 template <spindle::deque_order Order>
 struct spindle_peer_in {
-  spindle::worker<std::uint32_t> owner{Order};
+  spindle::deque_owner<std::uint32_t> owner{Order};
   spindle::stealer<std::uint32_t> thief = owner.stealer();
-  spindle::worker<std::uint32_t> thief_local;
+  spindle::deque_owner<std::uint32_t> thief_local;
 
   void push(std::uint32_t v) { owner.push(v); }
   auto pop() -> std::optional<std::uint32_t> { return owner.pop(); }

@@ -16,14 +16,14 @@ int main() {
   std::vector<std::uint64_t> numbers(n);
   std::iota(numbers.begin(), numbers.end(), 1);  // the "tasks": indices into this table
 
-  spindle::worker<std::uint32_t> owner;  // LIFO for the owner, FIFO for thieves
+  spindle::deque_owner<std::uint32_t> owner;  // LIFO for the owner, FIFO for thieves
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> total{0};
 
   std::vector<std::thread> thieves;
   for (int t = 0; t < 3; ++t) {
     thieves.emplace_back([&, victim = owner.stealer()]() mutable {
-      spindle::worker<std::uint32_t> mine;  // a thief's own deque, filled by batch steals
+      spindle::deque_owner<std::uint32_t> mine;  // a thief's own deque, filled by batch steals
       std::uint64_t sum = 0;
       for (;;) {
         bool const finished = done.load(std::memory_order_acquire);

@@ -1,4 +1,4 @@
-// Tests for <spindle/deque.hpp>: the Chase-Lev work-stealing deque (worker / stealer).
+// Tests for <spindle/deque.hpp>: the Chase-Lev work-stealing deque (deque_owner / stealer).
 
 #include <spindle/deque.hpp>
 
@@ -24,7 +24,7 @@ using spindle::steal_status;
 TEST(Deque, Example) {
   // The owner pushes tasks (here: indices into a table) and pops the newest; a thief on
   // another thread steals the oldest.
-  spindle::worker<std::uint32_t> owner;
+  spindle::deque_owner<std::uint32_t> owner;
   for (std::uint32_t i = 1; i <= 4; ++i) {
     owner.push(i);
   }
@@ -61,16 +61,16 @@ TEST(Deque, StealableAcceptsPointersAndSmallTrivialTypes) {
 }
 
 TEST(Deque, HandlesAreMovableAndStealersCopyable) {
-  static_assert(!std::is_copy_constructible_v<spindle::worker<int>>);
-  static_assert(std::is_nothrow_move_constructible_v<spindle::worker<int>>);
+  static_assert(!std::is_copy_constructible_v<spindle::deque_owner<int>>);
+  static_assert(std::is_nothrow_move_constructible_v<spindle::deque_owner<int>>);
   static_assert(std::is_copy_constructible_v<spindle::stealer<int>>);
   static_assert(std::is_nothrow_move_constructible_v<spindle::stealer<int>>);
 
-  spindle::worker<int> a;
+  spindle::deque_owner<int> a;
   a.push(7);
-  spindle::worker<int> b = std::move(a);
+  spindle::deque_owner<int> b = std::move(a);
   EXPECT_EQ(b.pop(), 7);
-  a = std::move(b);  // assigning to a moved-from worker revives it
+  a = std::move(b);  // assigning to a moved-from deque_owner revives it
   a.push(8);
   auto s1 = a.stealer();
   auto s2 = s1;
@@ -80,11 +80,11 @@ TEST(Deque, HandlesAreMovableAndStealersCopyable) {
 
 // Misuse aborts with "spindle: misuse: ..." in every build, not only with assertions: each
 // operation checks its handle (one predictable branch).
-TEST(DequeDeathTest, EveryOperationOnAMovedFromWorkerAborts) {
+TEST(DequeDeathTest, EveryOperationOnAMovedFromOwnerAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  spindle::worker<int> a;
-  spindle::worker<int> b = std::move(a);
-  auto const* message = "misuse: use of a moved-from spindle::worker";
+  spindle::deque_owner<int> a;
+  spindle::deque_owner<int> b = std::move(a);
+  auto const* message = "misuse: use of a moved-from spindle::deque_owner";
   // NOLINTBEGIN(bugprone-use-after-move): the point of the test
   EXPECT_DEATH(a.push(1), message);
   EXPECT_DEATH(static_cast<void>(a.pop()), message);
@@ -102,11 +102,11 @@ TEST(DequeDeathTest, EveryOperationOnAMovedFromWorkerAborts) {
 
 TEST(DequeDeathTest, EveryOperationOnAMovedFromStealerAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  spindle::worker<int> w;
+  spindle::deque_owner<int> w;
   w.push(1);
   auto s = w.stealer();
   auto t = std::move(s);
-  spindle::worker<int> dest;
+  spindle::deque_owner<int> dest;
   auto const* message = "misuse: use of a moved-from spindle::stealer";
   // NOLINTBEGIN(bugprone-use-after-move): the point of the test
   EXPECT_DEATH(static_cast<void>(s.steal()), message);
@@ -122,19 +122,19 @@ TEST(DequeDeathTest, EveryOperationOnAMovedFromStealerAborts) {
 TEST(DequeDeathTest, StealingABatchIntoTheVictimsOwnWorkerAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   for (auto const order : {deque_order::lifo, deque_order::fifo}) {
-    spindle::worker<int> w(order);
+    spindle::deque_owner<int> w(order);
     for (int i = 0; i < 8; ++i) {
       w.push(i);
     }
     auto thief = w.stealer();
     EXPECT_DEATH(static_cast<void>(thief.steal_batch_and_pop(w)),
-                 "misuse: steal_batch_and_pop into the worker of the deque it steals from");
+                 "misuse: steal_batch_and_pop into the deque_owner of the deque it steals from");
     EXPECT_EQ(w.size(), 8U);
   }
 }
 
 TEST(Deque, PushPopIsLifoByDefault) {
-  spindle::worker<int> w;
+  spindle::deque_owner<int> w;
   EXPECT_EQ(w.order(), deque_order::lifo);
   for (int i = 0; i < 10; ++i) {
     w.push(i);
@@ -146,7 +146,7 @@ TEST(Deque, PushPopIsLifoByDefault) {
 }
 
 TEST(Deque, FifoWorkerPopsOldestFirst) {
-  spindle::worker<int> w(deque_order::fifo);
+  spindle::deque_owner<int> w(deque_order::fifo);
   EXPECT_EQ(w.order(), deque_order::fifo);
   for (int i = 0; i < 10; ++i) {
     w.push(i);
@@ -159,7 +159,7 @@ TEST(Deque, FifoWorkerPopsOldestFirst) {
 
 TEST(Deque, StealTakesOldestItem) {
   for (auto order : {deque_order::lifo, deque_order::fifo}) {
-    spindle::worker<int> w(order);
+    spindle::deque_owner<int> w(order);
     auto s = w.stealer();
     for (int i = 0; i < 5; ++i) {
       w.push(i);
@@ -174,7 +174,7 @@ TEST(Deque, StealTakesOldestItem) {
 }
 
 TEST(Deque, StealResultStates) {
-  spindle::worker<int> w;
+  spindle::deque_owner<int> w;
   auto s = w.stealer();
   auto empty = s.steal();
   EXPECT_FALSE(empty);
@@ -196,7 +196,7 @@ TEST(Deque, StealResultStates) {
 
 TEST(Deque, EmptyPopsAndStealsLeaveTheDequeUsable) {
   for (auto order : {deque_order::lifo, deque_order::fifo}) {
-    spindle::worker<int> w(order, 2);
+    spindle::deque_owner<int> w(order, 2);
     auto s = w.stealer();
     for (int round = 0; round < 100; ++round) {
       EXPECT_EQ(w.pop(), std::nullopt);
@@ -212,24 +212,25 @@ TEST(Deque, EmptyPopsAndStealsLeaveTheDequeUsable) {
 }
 
 TEST(Deque, CapacityRoundsUpToPowerOfTwo) {
-  EXPECT_EQ(spindle::worker<int>().capacity(), 64U);
-  EXPECT_EQ(spindle::worker<int>(deque_order::lifo, 1).capacity(), 1U);
-  EXPECT_EQ(spindle::worker<int>(deque_order::lifo, 3).capacity(), 4U);
-  EXPECT_EQ(spindle::worker<int>(deque_order::lifo, 64).capacity(), 64U);
-  EXPECT_EQ(spindle::worker<int>(deque_order::fifo, 100).capacity(), 128U);
+  EXPECT_EQ(spindle::deque_owner<int>().capacity(), 64U);
+  EXPECT_EQ(spindle::deque_owner<int>(deque_order::lifo, 1).capacity(), 1U);
+  EXPECT_EQ(spindle::deque_owner<int>(deque_order::lifo, 3).capacity(), 4U);
+  EXPECT_EQ(spindle::deque_owner<int>(deque_order::lifo, 64).capacity(), 64U);
+  EXPECT_EQ(spindle::deque_owner<int>(deque_order::fifo, 100).capacity(), 128U);
 }
 
 TEST(Deque, BadCapacityThrows) {
-  EXPECT_THROW(spindle::worker<int>(deque_order::lifo, 0), std::invalid_argument);
-  EXPECT_THROW(spindle::worker<int>(deque_order::lifo, std::numeric_limits<std::size_t>::max()),
-               std::invalid_argument);
-  EXPECT_THROW(spindle::worker<int>(deque_order::fifo, (std::size_t{1} << 40) + 1),
+  EXPECT_THROW(spindle::deque_owner<int>(deque_order::lifo, 0), std::invalid_argument);
+  EXPECT_THROW(
+      spindle::deque_owner<int>(deque_order::lifo, std::numeric_limits<std::size_t>::max()),
+      std::invalid_argument);
+  EXPECT_THROW(spindle::deque_owner<int>(deque_order::fifo, (std::size_t{1} << 40) + 1),
                std::invalid_argument);
 }
 
 TEST(Deque, GrowsAndKeepsEveryItem) {
   for (auto order : {deque_order::lifo, deque_order::fifo}) {
-    spindle::worker<std::uint64_t> w(order, 1);
+    spindle::deque_owner<std::uint64_t> w(order, 1);
     auto s = w.stealer();
     // Steal some so that the live range wraps around the buffer before it grows.
     std::uint64_t next_stolen = 0;
@@ -261,11 +262,11 @@ TEST(Deque, GrowsAndKeepsEveryItem) {
 
 TEST(Deque, StealBatchAndPopMovesAboutHalf) {
   for (auto order : {deque_order::lifo, deque_order::fifo}) {
-    spindle::worker<int> victim(order);
+    spindle::deque_owner<int> victim(order);
     for (int i = 0; i < 10; ++i) {
       victim.push(i);
     }
-    spindle::worker<int> mine(deque_order::fifo);
+    spindle::deque_owner<int> mine(deque_order::fifo);
     auto r = victim.stealer().steal_batch_and_pop(mine);
     ASSERT_TRUE(r);
     EXPECT_EQ(r.value, 0);  // the oldest is returned
@@ -279,11 +280,11 @@ TEST(Deque, StealBatchAndPopMovesAboutHalf) {
 
 TEST(Deque, StealBatchIsCappedAndGrowsTheDestination) {
   for (auto order : {deque_order::lifo, deque_order::fifo}) {
-    spindle::worker<int> victim(order);
+    spindle::deque_owner<int> victim(order);
     for (int i = 0; i < 1000; ++i) {
       victim.push(i);
     }
-    spindle::worker<int> mine(deque_order::lifo, 1);
+    spindle::deque_owner<int> mine(deque_order::lifo, 1);
     mine.push(-1);
     auto r = victim.stealer().steal_batch_and_pop(mine);
     ASSERT_TRUE(r);
@@ -298,8 +299,8 @@ TEST(Deque, StealBatchIsCappedAndGrowsTheDestination) {
 }
 
 TEST(Deque, StealBatchFromOneItemReturnsItAndMovesNothing) {
-  spindle::worker<int> victim;
-  spindle::worker<int> mine;
+  spindle::deque_owner<int> victim;
+  spindle::deque_owner<int> mine;
   auto s = victim.stealer();
   EXPECT_TRUE(s.steal_batch_and_pop(mine).is_empty());
   victim.push(5);
@@ -312,7 +313,7 @@ TEST(Deque, StealBatchFromOneItemReturnsItAndMovesNothing) {
 TEST(Deque, StealersOutliveTheWorker) {
   std::optional<spindle::stealer<int>> s;
   {
-    spindle::worker<int> w(deque_order::lifo, 1);
+    spindle::deque_owner<int> w(deque_order::lifo, 1);
     for (int i = 0; i < 100; ++i) {
       w.push(i);  // grows several times: retired buffers die with the deque
     }
@@ -328,8 +329,8 @@ TEST(Deque, StealersOutliveTheWorker) {
 TEST(Deque, RandomOperationsMatchAModel) {
   for (auto order : {deque_order::lifo, deque_order::fifo}) {
     std::mt19937_64 rng(order == deque_order::lifo ? 1 : 2);
-    spindle::worker<std::uint64_t> w(order, 2);
-    spindle::worker<std::uint64_t> other(deque_order::lifo, 1);
+    spindle::deque_owner<std::uint64_t> w(order, 2);
+    spindle::deque_owner<std::uint64_t> other(deque_order::lifo, 1);
     auto s = w.stealer();
     std::deque<std::uint64_t> model;
     std::deque<std::uint64_t> other_model;
@@ -397,3 +398,6 @@ TEST(Deque, RandomOperationsMatchAModel) {
 }
 
 }  // namespace
+
+// The owner handle's former name still works: the same type, no cost.
+static_assert(std::is_same_v<spindle::worker<int*>, spindle::deque_owner<int*>>);

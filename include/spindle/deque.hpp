@@ -1,10 +1,12 @@
 #pragma once
-// spindle::worker<T> / spindle::stealer<T>: the Chase-Lev work-stealing deque.
+// spindle::deque_owner<T> / spindle::stealer<T>: the Chase-Lev work-stealing deque.
 //
-// One thread, the owner, holds the `worker<T>` and pushes and pops at the bottom; any thread
+// One thread, the owner, holds the `deque_owner<T>` and pushes and pops at the bottom; any thread
 // holding a `stealer<T>` takes the oldest item from the top. An executor gives each of its
-// threads one worker and lets idle threads steal from the others. Example: examples/deque.cpp
-// and the `Example` test in tests/deque_test.cpp.
+// worker threads one deque and lets idle threads steal from the others. (The owner handle was
+// called `worker<T>`, after crossbeam-deque's `Worker`; that name is kept as an alias, but an
+// executor's "workers" are its threads, so the library and its examples say `deque_owner`.)
+// Example: examples/deque.cpp and the `Example` test in tests/deque_test.cpp.
 //
 // Algorithm: Lê, Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing for Weak
 // Memory Models" (PPoPP 2013, doi 10.1145/2442516.2442524): the growable deque of
@@ -30,7 +32,7 @@
 //   - FIFO owner pop and batch stealing (crossbeam-deque: src/deque.rs) are additions; their
 //     correctness arguments are at `pop_fifo` and `steal_batch_and_pop` below.
 //
-// Thread safety: `worker<T>` is used by one thread at a time (its owner; moving it to another
+// Thread safety: `deque_owner<T>` is used by one thread at a time (its owner; moving it to another
 // thread needs the usual happens-before of the hand-over). `stealer<T>` is copyable and every
 // copy may be used from any thread concurrently.
 // Progress: push is wait-free except when it grows (an allocation and a copy); a LIFO pop is
@@ -115,7 +117,7 @@ inline constexpr std::int64_t deque_max_batch = 32;
 /// Largest capacity a deque grows to (2^40 slots): beyond it, growth throws std::bad_alloc.
 inline constexpr std::size_t deque_max_capacity = std::size_t{1} << 40;
 
-/// The shared state of one deque: the algorithm. `worker` and `stealer` are handles to it.
+/// The shared state of one deque: the algorithm. `deque_owner` and `stealer` are handles to it.
 ///
 /// Synchronization:
 /// - `top`: written only by CAS (thieves, the owner's last-item LIFO pop, every FIFO pop), so
@@ -329,7 +331,8 @@ class deque_state {
   /// crossbeam-deque does: src/deque.rs, steal_batch_with_limit_and_pop).
   auto steal_batch_and_pop(deque_state& dest) -> steal_result<T> {
     // In every build: the batch would be written back into the deque it is claimed from.
-    SPINDLE_CHECK(&dest != this, "steal_batch_and_pop into the worker of the deque it steals from");
+    SPINDLE_CHECK(&dest != this,
+                  "steal_batch_and_pop into the deque_owner of the deque it steals from");
     auto [t, b] = load_top_then_bottom();
     if (t >= b) {
       return {steal_status::empty, std::nullopt};
@@ -482,10 +485,10 @@ class deque_state {
 /// Throws: std::invalid_argument for 0 or more than deque_max_capacity.
 inline auto deque_initial_capacity(std::size_t requested) -> std::size_t {
   if (requested == 0) {
-    throw std::invalid_argument("spindle::worker: initial capacity must be at least 1");
+    throw std::invalid_argument("spindle::deque_owner: initial capacity must be at least 1");
   }
   if (requested > deque_max_capacity) {
-    throw std::invalid_argument("spindle::worker: initial capacity above 2^40 slots");
+    throw std::invalid_argument("spindle::deque_owner: initial capacity above 2^40 slots");
   }
   return std::bit_ceil(requested);
 }
@@ -493,23 +496,23 @@ inline auto deque_initial_capacity(std::size_t requested) -> std::size_t {
 }  // namespace detail
 
 /// The owner's handle of a work-stealing deque: push and pop, and hand out stealers.
-/// Movable, not copyable. A moved-from worker may only be destroyed or assigned to; any other
+/// Movable, not copyable. A moved-from deque_owner may only be destroyed or assigned to; any other
 /// operation on it aborts with "spindle: misuse: ..." in every build.
 template <stealable T>
-class worker {
+class deque_owner {
  public:
   /// A deque whose owner pops in `order`, with room for `initial_capacity` items (rounded up
   /// to a power of two) before it first grows.
   ///
   /// Throws: std::invalid_argument if `initial_capacity` is 0 or above 2^40; std::bad_alloc.
-  explicit worker(deque_order order = deque_order::lifo, std::size_t initial_capacity = 64)
+  explicit deque_owner(deque_order order = deque_order::lifo, std::size_t initial_capacity = 64)
       : state_(
             new detail::deque_state<T>(order, detail::deque_initial_capacity(initial_capacity))) {}
 
-  worker(worker const&) = delete;
-  auto operator=(worker const&) -> worker& = delete;
-  worker(worker&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-  auto operator=(worker&& other) noexcept -> worker& {
+  deque_owner(deque_owner const&) = delete;
+  auto operator=(deque_owner const&) -> deque_owner& = delete;
+  deque_owner(deque_owner&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  auto operator=(deque_owner&& other) noexcept -> deque_owner& {
     if (this != &other) {
       drop();
       state_ = std::exchange(other.state_, nullptr);
@@ -517,7 +520,7 @@ class worker {
     return *this;
   }
   /// Items still queued stay stealable by live stealers; the deque dies with its last handle.
-  ~worker() { drop(); }
+  ~deque_owner() { drop(); }
 
   /// Adds `value` at the bottom. Grows the buffer (doubling) when full.
   ///
@@ -571,7 +574,7 @@ class worker {
   // In every build, not only with assertions: a moved-from handle would otherwise dereference
   // null. One predictable branch per operation.
   void check() const noexcept {
-    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::worker");
+    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::deque_owner");
   }
 
   void drop() noexcept {
@@ -622,16 +625,16 @@ class stealer {
   /// deque_state::steal_batch_and_pop for why).
   ///
   /// Thread safety: any thread that owns `dest`.
-  /// Preconditions: the caller owns `dest`; `dest` is not this deque's worker; neither handle
+  /// Preconditions: the caller owns `dest`; `dest` is not this deque's owner handle; neither handle
   /// is moved-from. The last two are checked in every build: a violation aborts.
   /// Throws: std::bad_alloc if `dest` cannot grow to take the batch (nothing was stolen).
-  auto steal_batch_and_pop(worker<T>& dest) -> steal_result<T> {
+  auto steal_batch_and_pop(deque_owner<T>& dest) -> steal_result<T> {
     check();
     dest.check();
     return state_->steal_batch_and_pop(*dest.state_);
   }
 
-  /// Approximate number of queued items (see worker::size).
+  /// Approximate number of queued items (see deque_owner::size).
   [[nodiscard]] auto size() const noexcept -> std::size_t {
     check();
     return state_->approximate_size();
@@ -639,11 +642,11 @@ class stealer {
   [[nodiscard]] auto empty() const noexcept -> bool { return size() == 0; }
 
  private:
-  friend class worker<T>;
+  friend class deque_owner<T>;
 
   explicit stealer(detail::deque_state<T>* state) noexcept : state_(state) {}
 
-  // In every build, as worker::check.
+  // In every build, as deque_owner::check.
   void check() const noexcept {
     SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::stealer");
   }
@@ -651,5 +654,9 @@ class stealer {
   // INVARIANT: null only when moved-from; otherwise holds one reference.
   detail::deque_state<T>* state_;
 };
+
+/// The former name of deque_owner<T>, kept so that existing code compiles.
+template <stealable T>
+using worker = deque_owner<T>;
 
 }  // namespace spindle

@@ -11,6 +11,6 @@ struct job {
 };
 
 int main() {
-  spindle::worker<job> w;
+  spindle::deque_owner<job> w;
   return 0;
 }

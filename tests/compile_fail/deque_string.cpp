@@ -6,6 +6,6 @@
 #include <string>
 
 int main() {
-  spindle::worker<std::string> w;
+  spindle::deque_owner<std::string> w;
   return 0;
 }

@@ -26,7 +26,7 @@ void expect(bool cond, char const* what) {
 }
 
 struct side {
-  spindle::worker<std::uint32_t> w;
+  spindle::deque_owner<std::uint32_t> w;
   std::vector<spindle::stealer<std::uint32_t>> thieves;
   std::deque<std::uint32_t> model;
   bool lifo;

@@ -22,7 +22,7 @@ namespace model = spindle::model;
 namespace {
 
 void deque_scenario() {
-  spindle::worker<int> w(spindle::deque_order::lifo, 1);
+  spindle::deque_owner<int> w(spindle::deque_order::lifo, 1);
   auto s = w.stealer();
   w.push(1);
   w.push(2);

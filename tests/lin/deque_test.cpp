@@ -21,7 +21,7 @@ namespace {
 auto check_deque(spindle::deque_order order, std::uint32_t seed) -> std::vector<operation> {
   bool const lifo = order == spindle::deque_order::lifo;
   auto run_one = [order, seed](int h) {
-    spindle::worker<std::int64_t> w(order, 2);
+    spindle::deque_owner<std::int64_t> w(order, 2);
     std::vector<std::function<void(spindle_lin::recorder&)>> bodies;
     bodies.emplace_back([&w, h, seed](spindle_lin::recorder& r) {
       std::mt19937 rng(seed * 7919U + static_cast<std::uint32_t>(h));

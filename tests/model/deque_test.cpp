@@ -23,7 +23,7 @@ using ledger = spindle_test::payload_ledger;
 namespace {
 
 /// The owner writes a payload before it pushes its index; the taker checks it (ledger::take).
-void produce(spindle::worker<int>& w, ledger& l, int index) {
+void produce(spindle::deque_owner<int>& w, ledger& l, int index) {
   w.push(l.make(index));
 }
 
@@ -36,7 +36,7 @@ void steal_into(spindle::stealer<int>& s, ledger& l, std::vector<int>& into, int
   }
 }
 
-void pop_all(spindle::worker<int>& w, ledger& l, std::vector<int>& into) {
+void pop_all(spindle::deque_owner<int>& w, ledger& l, std::vector<int>& into) {
   while (auto v = w.pop()) {
     l.take(into, *v);
   }
@@ -45,7 +45,7 @@ void pop_all(spindle::worker<int>& w, ledger& l, std::vector<int>& into) {
 /// The owner pushes `items` items, then pops until empty while a thief tries `items` steals:
 /// each item is taken exactly once, by one of them.
 void owner_pops_while_thief_steals(spindle::deque_order order, int items) {
-  spindle::worker<int> w(order);
+  spindle::deque_owner<int> w(order);
   ledger l;
   auto s = w.stealer();
   for (int i = 0; i < items; ++i) {
@@ -79,7 +79,7 @@ TEST(ModelDeque, FifoLastItem) {
 TEST(ModelDeque, GrowthWhileStealing) {
   // Capacity 1: the second and third push grow the buffer while a thief reads it.
   auto body = [] {
-    spindle::worker<int> w(spindle::deque_order::lifo, 1);
+    spindle::deque_owner<int> w(spindle::deque_order::lifo, 1);
     ledger l;
     auto s = w.stealer();
     std::vector<int> stolen;
@@ -104,7 +104,7 @@ TEST(ModelDeque, GrowthWhileStealing) {
 
 TEST(ModelDeque, TwoThievesAndTheOwner) {
   auto body = [] {
-    spindle::worker<int> w(spindle::deque_order::lifo, 2);
+    spindle::deque_owner<int> w(spindle::deque_order::lifo, 2);
     ledger l;
     auto s1 = w.stealer();
     auto s2 = w.stealer();
@@ -133,7 +133,7 @@ TEST(ModelDeque, TwoThievesAndTheOwner) {
 TEST(ModelDeque, StealBatchAndPop) {
   for (auto order : {spindle::deque_order::lifo, spindle::deque_order::fifo}) {
     auto body = [order] {
-      spindle::worker<int> w(order, 2);
+      spindle::deque_owner<int> w(order, 2);
       ledger l;
       auto s = w.stealer();
       for (int i = 0; i < 4; ++i) {
@@ -142,7 +142,7 @@ TEST(ModelDeque, StealBatchAndPop) {
       std::vector<int> thief_took;
       std::vector<int> popped;
       model::thread thief([&] {
-        spindle::worker<int> mine(spindle::deque_order::lifo, 1);
+        spindle::deque_owner<int> mine(spindle::deque_order::lifo, 1);
         auto r = s.steal_batch_and_pop(mine);
         if (r.is_success()) {
           l.take(thief_took, *r.value);

@@ -157,7 +157,7 @@ class two_workers {
   Run run_;
   spindle::detail::idle_set idle_{workers};
   spindle::detail::basic_injector<4> injector_;
-  spindle::worker<task*> deques_[workers];
+  spindle::deque_owner<task*> deques_[workers];
   spindle::stealer<task*> stealers_[workers] = {deques_[0].stealer(), deques_[1].stealer()};
   bool searching_[workers] = {false, false};
   bool force_search_[workers] = {false, false};

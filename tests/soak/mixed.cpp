@@ -259,13 +259,13 @@ void deque_round(std::mt19937_64& rng, totals& sum, watchdog& dog) {
   ledger taken(static_cast<std::size_t>(items));
   std::atomic<bool> owner_done{false};
   std::atomic<std::uint64_t> count{0};
-  spindle::worker<std::uint32_t> w(fifo ? spindle::deque_order::fifo : spindle::deque_order::lifo,
-                                   capacity);
+  spindle::deque_owner<std::uint32_t> w(
+      fifo ? spindle::deque_order::fifo : spindle::deque_order::lifo, capacity);
   std::vector<std::thread> threads;
   for (int t = 0; t < thieves; ++t) {
     threads.emplace_back([&, s = w.stealer(), seed = rng()]() mutable {
       std::mt19937_64 r(seed);
-      spindle::worker<std::uint32_t> mine(spindle::deque_order::lifo, 1);
+      spindle::deque_owner<std::uint32_t> mine(spindle::deque_order::lifo, 1);
       for (;;) {
         bool const done = owner_done.load(std::memory_order_acquire);
         auto res = r() % 3 == 0 ? s.steal_batch_and_pop(mine) : s.steal();

@@ -68,12 +68,13 @@ struct ledger {
 void run_round(deque_order order, std::uint64_t seed) {
   std::vector<payload> items(items_per_round);
   ledger book(items_per_round);
-  spindle::worker<payload*> owner(order, 2);
+  spindle::deque_owner<payload*> owner(order, 2);
   std::atomic<bool> owner_done{false};
   std::barrier start(thieves + 1);
 
   auto thief = [&](spindle::stealer<payload*> s, std::uint64_t thief_seed) {
-    spindle::worker<payload*> mine(thief_seed % 2 == 0 ? deque_order::lifo : deque_order::fifo, 1);
+    spindle::deque_owner<payload*> mine(thief_seed % 2 == 0 ? deque_order::lifo : deque_order::fifo,
+                                        1);
     std::minstd_rand rng(static_cast<std::uint32_t>(thief_seed));
     start.arrive_and_wait();
     for (;;) {
@@ -186,7 +187,7 @@ TEST(DequeStress, FifoOwnerAndThievesTakeEveryItemOnce) {
 TEST(DequeStress, OwnerAndThievesRaceForTheLastItem) {
   std::vector<payload> items(items_per_round);
   ledger book(items_per_round);
-  spindle::worker<payload*> owner(deque_order::lifo, 2);
+  spindle::deque_owner<payload*> owner(deque_order::lifo, 2);
   std::atomic<bool> owner_done{false};
   std::barrier start(thieves + 1);
   std::vector<std::thread> threads;
@@ -241,7 +242,7 @@ TEST(DequeStress, ThievesOutliveTheOwner) {
   std::atomic<std::uint64_t> twice{0};
   std::vector<std::thread> threads;
   {
-    spindle::worker<std::uint64_t> owner(deque_order::lifo, 2);
+    spindle::deque_owner<std::uint64_t> owner(deque_order::lifo, 2);
     for (std::uint64_t i = 0; i < n; ++i) {
       owner.push(i);
     }

@@ -4,7 +4,7 @@
 //
 // Scheduling (crossbeam-deque's find-task loop, crossbeam-deque/src/lib.rs; tokio's
 // multi_thread scheduler, tokio/src/runtime/scheduler/multi_thread/worker.rs):
-// - Each worker owns a Chase-Lev `worker<task*>` (LIFO). Tasks a worker submits go to its own
+// - Each worker owns a Chase-Lev `deque_owner<task*>` (LIFO). Tasks a worker submits go to its own
 //   deque; tasks from other threads go to the injector (detail/executor/injector.hpp).
 // - find_task: every 61st tick the injector first (tokio/Go's fairness interval, so local
 //   spawning cannot starve outside submissions), then the own deque, then the injector (a
@@ -152,7 +152,7 @@ struct worker_ctx {
 
   executor_core* core;
   std::size_t index;
-  spindle::worker<task*> deque{deque_order::lifo};
+  spindle::deque_owner<task*> deque{deque_order::lifo};
   std::uint32_t tick = 0;
   std::uint32_t rng;
   bool searching = false;
