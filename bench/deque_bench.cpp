@@ -24,10 +24,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(SPINDLE_HAVE_XENIUM)
-#include <xenium/chase_work_stealing_deque.hpp>
-#include <xenium/detail/fixed_size_circular_array.hpp>
-#endif
+#include "bench/support/peers.hpp"
 
 namespace {
 

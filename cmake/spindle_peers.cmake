@@ -6,9 +6,13 @@
 #   libtbb-dev              oneTBB
 #   libxenium-dev           xenium
 #   OpenMP                  -fopenmp
-# The target spindle_peers carries one SPINDLE_HAVE_<PEER>=1 definition per peer found.
+# The target spindle_peers carries one SPINDLE_HAVE_<PEER>=1 definition per peer found, and the
+# source root as an include directory: the benchmarks include what they share by its path,
+# "bench/support/peers.hpp" (the peers' headers), "bench/support/executor_workloads.hpp", and the
+# fork-join workload the tests check, "tests/support/fib.hpp".
 
 add_library(spindle_peers INTERFACE)
+target_include_directories(spindle_peers INTERFACE ${PROJECT_SOURCE_DIR})
 
 find_path(SPINDLE_MOODYCAMEL_INCLUDE concurrentqueue/blockingconcurrentqueue.h)
 if(SPINDLE_MOODYCAMEL_INCLUDE)

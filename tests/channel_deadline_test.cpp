@@ -215,7 +215,30 @@ auto endless_deadlines() -> std::vector<deadline_case> {
   };
 }
 
-class ChannelDeadline : public testing::TestWithParam<flavour> {};
+class ChannelDeadline : public testing::TestWithParam<flavour> {
+ protected:
+  /// Runs `check(c, tx, rx)` for each case, on a fresh channel of the flavour under test, with
+  /// the case's name on every failure.
+  template <class Check>
+  void for_each_case(std::vector<deadline_case> const& cases, Check check) {
+    for (auto const& c : cases) {
+      SCOPED_TRACE(c.name);
+      auto [tx, rx] = make_channel(GetParam());
+      check(c, tx, rx);
+    }
+  }
+
+  /// The case's receive, which must return within the limit.
+  static auto recv_in_time(deadline_case const& c, spindle::sender<int>& tx,
+                           spindle::receiver<int>& rx) -> spindle::recv_result<int> {
+    return within_limit(tx, [&] { return c.recv(rx); });
+  }
+  /// The case's send of 7, which must return within the limit.
+  static auto send_in_time(deadline_case const& c, spindle::sender<int>& tx)
+      -> spindle::send_result<int> {
+    return within_limit(tx, [&] { return c.send(tx, 7); });
+  }
+};
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ChannelDeadline,
                          testing::Values(flavour::bounded, flavour::unbounded, flavour::rendezvous),
@@ -224,106 +247,92 @@ INSTANTIATE_TEST_SUITE_P(Flavours, ChannelDeadline,
 // ---- Past deadlines: one try, no wait -------------------------------------------------------
 
 TEST_P(ChannelDeadline, PastDeadlineRecvTimesOutAtOnce) {
-  for (auto const& c : past_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
-    auto r = within_limit(tx, [&, &rx = rx] { return c.recv(rx); });
-    EXPECT_EQ(r.status, recv_status::timed_out);
-  }
+  for_each_case(past_deadlines(), [](auto const& c, auto& tx, auto& rx) {
+    EXPECT_EQ(recv_in_time(c, tx, rx).status, recv_status::timed_out);
+  });
 }
 
 TEST_P(ChannelDeadline, PastDeadlineRecvStillTakesABufferedValue) {
   if (GetParam() == flavour::rendezvous) {
     GTEST_SKIP() << "a rendezvous buffers nothing";
   }
-  for (auto const& c : past_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
+  for_each_case(past_deadlines(), [](auto const& c, auto& tx, auto& rx) {
     ASSERT_TRUE(tx.try_send(7));
-    auto r = within_limit(tx, [&, &rx = rx] { return c.recv(rx); });
+    auto r = recv_in_time(c, tx, rx);
     EXPECT_EQ(r.status, recv_status::received);
     EXPECT_EQ(r.value, 7);
-  }
+  });
 }
 
 TEST_P(ChannelDeadline, PastDeadlineSendToAFullChannelTimesOutAndHandsTheValueBack) {
-  for (auto const& c : past_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
-    make_full(GetParam(), tx);
-    auto r = within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); });
-    if (GetParam() == flavour::unbounded) {
+  for_each_case(past_deadlines(), [f = GetParam()](auto const& c, auto& tx, auto& /*rx*/) {
+    make_full(f, tx);
+    auto r = send_in_time(c, tx);
+    if (f == flavour::unbounded) {
       EXPECT_EQ(r.status, send_status::sent);  // never full: the one try succeeds
     } else {
       EXPECT_EQ(r.status, send_status::timed_out);
       EXPECT_EQ(r.value, 7);
     }
-  }
+  });
 }
 
 TEST_P(ChannelDeadline, PastDeadlineOnAClosedChannelReportsClosed) {
-  for (auto const& c : past_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
+  for_each_case(past_deadlines(), [](auto const& c, auto& tx, auto& rx) {
     tx.close();
-    EXPECT_EQ(within_limit(tx, [&, &rx = rx] { return c.recv(rx); }).status, recv_status::closed);
-    EXPECT_EQ(within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); }).status,
-              send_status::closed);
-  }
+    EXPECT_EQ(recv_in_time(c, tx, rx).status, recv_status::closed);
+    EXPECT_EQ(send_in_time(c, tx).status, send_status::closed);
+  });
 }
 
 // ---- Endless deadlines: wait for the partner or the close -----------------------------------
 
 TEST_P(ChannelDeadline, EndlessDeadlineRecvWaitsForAValue) {
-  for (auto const& c : endless_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
+  for_each_case(endless_deadlines(), [](auto const& c, auto& tx, auto& rx) {
     auto r = blocked_until_released(
-        tx, [&, &rx = rx] { return c.recv(rx); }, [&, &tx = tx] { deliver(tx, 7); });
+        tx, [&] { return c.recv(rx); }, [&] { deliver(tx, 7); });
     EXPECT_EQ(r.status, recv_status::received);
     EXPECT_EQ(r.value, 7);
-  }
+  });
 }
 
 TEST_P(ChannelDeadline, EndlessDeadlineRecvWaitsForTheClose) {
-  for (auto const& c : endless_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
+  for_each_case(endless_deadlines(), [](auto const& c, auto& tx, auto& rx) {
     auto r = blocked_until_released(
-        tx, [&, &rx = rx] { return c.recv(rx); }, [&, &tx = tx] { tx.close(); });
+        tx, [&] { return c.recv(rx); }, [&] { tx.close(); });
     EXPECT_EQ(r.status, recv_status::closed);
-  }
+  });
 }
 
-TEST_P(ChannelDeadline, EndlessDeadlineSendWaitsForRoom) {
+/// What releases a send blocked on a full channel, and what it then returns: room lets it
+/// send (and a bounded channel then holds its value), the receivers' close hands it back.
+struct send_release {
+  std::string name;
+  void (*release)(spindle::receiver<int>& rx);
+  send_status expected;
+};
+
+TEST_P(ChannelDeadline, EndlessDeadlineSendWaitsForRoomOrTheClose) {
   if (GetParam() == flavour::unbounded) {
     GTEST_SKIP() << "an unbounded channel is never full";
   }
-  for (auto const& c : endless_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
-    make_full(GetParam(), tx);
-    auto r = blocked_until_released(
-        tx, [&, &tx = tx] { return c.send(tx, 7); }, [&, &rx = rx] { make_room(rx); });
-    EXPECT_EQ(r.status, send_status::sent);
-    if (GetParam() == flavour::bounded) {
-      EXPECT_EQ(rx.try_recv().value, 7);
-    }
-  }
-}
-
-TEST_P(ChannelDeadline, EndlessDeadlineSendWaitsForTheClose) {
-  if (GetParam() == flavour::unbounded) {
-    GTEST_SKIP() << "an unbounded channel is never full";
-  }
-  for (auto const& c : endless_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
-    make_full(GetParam(), tx);
-    auto r = blocked_until_released(
-        tx, [&, &tx = tx] { return c.send(tx, 7); }, [&, &rx = rx] { rx.close(); });
-    EXPECT_EQ(r.status, send_status::closed);
-    EXPECT_EQ(r.value, 7);
+  send_release const releases[] = {
+      {"room", [](spindle::receiver<int>& rx) { make_room(rx); }, send_status::sent},
+      {"close", [](spindle::receiver<int>& rx) { rx.close(); }, send_status::closed},
+  };
+  for (auto const& how : releases) {
+    SCOPED_TRACE(how.name);
+    for_each_case(endless_deadlines(), [&, f = GetParam()](auto const& c, auto& tx, auto& rx) {
+      make_full(f, tx);
+      auto r = blocked_until_released(
+          tx, [&] { return c.send(tx, 7); }, [&] { how.release(rx); });
+      EXPECT_EQ(r.status, how.expected);
+      if (how.expected == send_status::closed) {
+        EXPECT_EQ(r.value, 7);
+      } else if (f == flavour::bounded) {
+        EXPECT_EQ(rx.try_recv().value, 7);
+      }
+    });
   }
 }
 
@@ -331,12 +340,10 @@ TEST_P(ChannelDeadline, EndlessDeadlineSendToAnUnboundedChannelSendsAtOnce) {
   if (GetParam() != flavour::unbounded) {
     GTEST_SKIP() << "only an unbounded channel always has room";
   }
-  for (auto const& c : endless_deadlines()) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
-    EXPECT_EQ(within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); }).status, send_status::sent);
+  for_each_case(endless_deadlines(), [](auto const& c, auto& tx, auto& rx) {
+    EXPECT_EQ(send_in_time(c, tx).status, send_status::sent);
     EXPECT_EQ(rx.try_recv().value, 7);
-  }
+  });
 }
 
 // ---- Ordinary deadlines still time out ------------------------------------------------------
@@ -349,17 +356,13 @@ TEST_P(ChannelDeadline, NearDeadlinesOnEveryClockTimeOut) {
       for_("20ms", 20ms),
       for_("double 0.02 s", fseconds(0.02)),
   };
-  for (auto const& c : near) {
-    SCOPED_TRACE(c.name);
-    auto [tx, rx] = make_channel(GetParam());
-    EXPECT_EQ(within_limit(tx, [&, &rx = rx] { return c.recv(rx); }).status,
-              recv_status::timed_out);
-    if (GetParam() != flavour::unbounded) {
-      make_full(GetParam(), tx);
-      EXPECT_EQ(within_limit(tx, [&, &tx = tx] { return c.send(tx, 7); }).status,
-                send_status::timed_out);
+  for_each_case(near, [f = GetParam()](auto const& c, auto& tx, auto& rx) {
+    EXPECT_EQ(recv_in_time(c, tx, rx).status, recv_status::timed_out);
+    if (f != flavour::unbounded) {
+      make_full(f, tx);
+      EXPECT_EQ(send_in_time(c, tx).status, send_status::timed_out);
     }
-  }
+  });
 }
 
 }  // namespace

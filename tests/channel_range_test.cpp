@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <future>
 #include <iterator>
@@ -48,6 +49,15 @@ void send_ids(spindle::sender<tracked>& tx, std::uint64_t first, std::uint64_t c
   for (std::uint64_t i = first; i < first + count; ++i) {
     ASSERT_TRUE(tx.try_send(tracked(i)));
   }
+}
+
+/// A channel holding ids 0 .. count - 1: unbounded, or bounded(capacity) for a capacity > 0.
+auto holding(std::uint64_t count, std::size_t capacity = 0)
+    -> std::pair<spindle::sender<tracked>, spindle::receiver<tracked>> {
+  auto channel =
+      capacity == 0 ? spindle::unbounded<tracked>() : spindle::bounded<tracked>(capacity);
+  send_ids(channel.first, 0, count);
+  return channel;
 }
 
 /// Receives what is buffered, without waiting, and returns the ids in order.
@@ -141,8 +151,7 @@ static_assert(std::movable<spindle::receiver<not_assignable>::iterator>);
 
 TEST(ChannelRange, BeginDoesNotReceive) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 2);
+  auto [tx, rx] = holding(2);
   {
     auto it = rx.begin();  // an iterator that was never looked at holds nothing
   }
@@ -152,8 +161,7 @@ TEST(ChannelRange, BeginDoesNotReceive) {
 
 TEST(ChannelRange, IncrementDiscardsOnlyTheValueAlreadyLookedAt) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 3);
+  auto [tx, rx] = holding(3);
   auto it = rx.begin();
   ASSERT_NE(it, std::default_sentinel);  // receives message 0
   ++it;                                  // destroys message 0; receives nothing
@@ -165,8 +173,7 @@ TEST(ChannelRange, IncrementDiscardsOnlyTheValueAlreadyLookedAt) {
 
 TEST(ChannelRange, MovingAnIteratorMovesTheValueItHolds) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 2);
+  auto [tx, rx] = holding(2);
   auto it = rx.begin();
   ASSERT_NE(it, std::default_sentinel);  // holds message 0
   auto other = rx.begin();
@@ -178,8 +185,7 @@ TEST(ChannelRange, MovingAnIteratorMovesTheValueItHolds) {
 
 TEST(ChannelRange, BreakingOutOfARangeForLeavesTheRestInTheChannel) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 5);
+  auto [tx, rx] = holding(5);
   ids got;
   for (auto v : rx) {
     got.push_back(v.id());
@@ -197,8 +203,7 @@ TEST(ChannelRange, BreakingOutOfARangeForLeavesTheRestInTheChannel) {
 // message 3, and the loop must end without waiting for a message that may never come.
 TEST(ChannelRange, CountedIteratorStopsWithoutReceivingMore) {
   no_leaks check;
-  auto [tx, rx] = spindle::bounded<tracked>(3);
-  send_ids(tx, 0, 3);  // exactly three, and nobody closes
+  auto [tx, rx] = holding(3, 3);  // exactly three, and nobody closes
   ids got;
   finishes_in_time(
       [&got, &rx = rx] {
@@ -219,8 +224,7 @@ TEST(ChannelRange, CountedIteratorStopsWithoutReceivingMore) {
 
 TEST(ChannelRange, TakeLeavesTheRestInTheChannel) {
   no_leaks check;
-  auto [tx, rx] = spindle::bounded<tracked>(8);
-  send_ids(tx, 0, 5);
+  auto [tx, rx] = holding(5, 8);
   ids got;
   for (auto v : rx | std::views::take(3)) {
     got.push_back(v.id());
@@ -236,8 +240,7 @@ TEST(ChannelRange, TakeLeavesTheRestInTheChannel) {
 // an (n+1)-th that will never come.
 TEST(ChannelRange, TakeOfExactlyWhatIsBufferedDoesNotBlock) {
   no_leaks check;
-  auto [tx, rx] = spindle::bounded<tracked>(3);
-  send_ids(tx, 0, 3);
+  auto [tx, rx] = holding(3, 3);
   ids got;
   finishes_in_time(
       [&got, &rx = rx] {
@@ -252,8 +255,7 @@ TEST(ChannelRange, TakeOfExactlyWhatIsBufferedDoesNotBlock) {
 
 TEST(ChannelRange, TakeZeroReceivesNothing) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 1);
+  auto [tx, rx] = holding(1);
   finishes_in_time(
       [&rx = rx] {
         for (auto v : rx | std::views::take(0)) {
@@ -266,8 +268,7 @@ TEST(ChannelRange, TakeZeroReceivesNothing) {
 
 TEST(ChannelRange, TakingTwiceInARowGetsConsecutiveMessages) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 6);
+  auto [tx, rx] = holding(6);
   ids got;
   finishes_in_time(
       [&got, &rx = rx] {
@@ -284,8 +285,7 @@ TEST(ChannelRange, TakingTwiceInARowGetsConsecutiveMessages) {
 
 TEST(ChannelRange, CountedTakesExactlyN) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 5);
+  auto [tx, rx] = holding(5);
   ids got;
   for (auto v : std::views::counted(rx.begin(), 3)) {
     got.push_back(v.id());
@@ -296,8 +296,7 @@ TEST(ChannelRange, CountedTakesExactlyN) {
 
 TEST(ChannelRange, TransformThenTakeLeavesTheRestInTheChannel) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 4);
+  auto [tx, rx] = holding(4);
   auto to_id = [](tracked&& t) { return t.id(); };
   ids got;
   for (auto id : rx | std::views::transform(to_id) | std::views::take(2)) {
@@ -309,8 +308,7 @@ TEST(ChannelRange, TransformThenTakeLeavesTheRestInTheChannel) {
 
 TEST(ChannelRange, TakeOverAClosedChannelEndsAtTheClose) {
   no_leaks check;
-  auto [tx, rx] = spindle::bounded<tracked>(4);
-  send_ids(tx, 0, 2);
+  auto [tx, rx] = holding(2, 4);
   tx.close();
   ids got;
   finishes_in_time(
@@ -330,8 +328,7 @@ TEST(ChannelRange, TakeOverAClosedChannelEndsAtTheClose) {
 // handed to user code) and nothing after it is received.
 TEST(ChannelRange, TakeWhileConsumesExactlyTheElementItStopsOn) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 6);
+  auto [tx, rx] = holding(6);
   ids seen_by_predicate;
   auto below_two = [&](tracked const& t) {
     seen_by_predicate.push_back(t.id());
@@ -351,8 +348,7 @@ TEST(ChannelRange, TakeWhileConsumesExactlyTheElementItStopsOn) {
 // the iterator: everything the predicate saw is gone, everything it did not see is left.
 TEST(ChannelRange, FilterThenTakeConsumesWhatThePredicateSaw) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 6);
+  auto [tx, rx] = holding(6);
   ids seen_by_predicate;
   auto even = [&](tracked const& t) {
     seen_by_predicate.push_back(t.id());
@@ -369,8 +365,7 @@ TEST(ChannelRange, FilterThenTakeConsumesWhatThePredicateSaw) {
 
 TEST(ChannelRange, DropWhileConsumesWhatItDrops) {
   no_leaks check;
-  auto [tx, rx] = spindle::unbounded<tracked>();
-  send_ids(tx, 0, 5);
+  auto [tx, rx] = holding(5);
   tx.close();
   auto below_two = [](tracked const& t) { return t.id() < 2; };
   ids got;

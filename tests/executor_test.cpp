@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -17,18 +18,19 @@
 #include <thread>
 #include <vector>
 
-#include "../tools/spindle-bench/executor_workloads.hpp"
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+#include "support/fib.hpp"
+#include "support/sizes.hpp"
 
 namespace {
 
-#if defined(SPINDLE_TSAN)
-constexpr int scale = 10;
-#else
-constexpr int scale = 1;
-#endif
+constexpr int scale = spindle_test::tsan_divisor(10);
 
-using spindle_bench::fib_join;
-using spindle_bench::fib_serial;
+using spindle_test::fib_join;
+using spindle_test::fib_serial;
 
 }  // namespace
 
@@ -56,10 +58,23 @@ TEST(Executor, ZeroWorkersIsRejected) {
   EXPECT_THROW(spindle::executor{0}, std::invalid_argument);
 }
 
-TEST(Executor, DefaultHasOneWorkerPerHardwareThread) {
+TEST(Executor, DefaultHasOneWorkerPerProcessorThisProcessMayUse) {
   spindle::executor ex;
-  auto const hw = std::thread::hardware_concurrency();
-  EXPECT_EQ(ex.size(), hw == 0 ? 1U : hw);
+  std::size_t expected = 0;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  expected = static_cast<std::size_t>(CPU_COUNT(&set));
+#else
+  expected = std::max(1U, std::thread::hardware_concurrency());
+#endif
+  // A cgroup CPU quota below the affinity count caps the default; without one (the usual
+  // case outside containers) the default is exactly the affinity count.
+  if (auto const quota = spindle::detail::cgroup_cpu_quota()) {
+    expected = std::min(expected, *quota);
+  }
+  EXPECT_EQ(ex.size(), expected);
 }
 
 TEST(Executor, SpawnVoidTask) {

@@ -2,6 +2,7 @@
 
 #include <spindle/parallel.hpp>
 
+#include "support/sizes.hpp"
 #include "support/tracked.hpp"
 
 #include <gtest/gtest.h>
@@ -21,11 +22,7 @@
 
 namespace {
 
-#if defined(SPINDLE_TSAN)
-constexpr std::size_t big = 20'000;
-#else
-constexpr std::size_t big = 1'000'000;
-#endif
+constexpr std::size_t big = 1'000'000 / spindle_test::tsan_divisor<std::size_t>(50);
 
 /// A partial sum that can be moved but neither copied nor assigned, and counts its instances
 /// (through spindle_test::tracked, which also aborts on a double destroy).

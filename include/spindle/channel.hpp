@@ -46,7 +46,7 @@
 // Timeouts: the _for and _until calls saturate instead of overflowing. A deadline already passed
 // (time_point::min(), a timeout <= 0) or NaN makes one try; one beyond steady_clock's range
 // (time_point::max() on any clock, duration::max(), +inf) never expires
-// (detail/channel/channel_core.hpp, "Deadlines").
+// (detail/channel/deadline.hpp).
 //
 // Iteration: `for (auto v : rx)` and the standard range adaptors. The iterator receives only
 // when it is compared with the end or dereferenced, so take(n) and views::counted never receive
@@ -63,8 +63,10 @@
 // with a dedicated SPSC ring; a channel is the general tool (MPMC, blocking, close, timeouts).
 
 #include <spindle/channel_result.hpp>
-#include <spindle/detail/channel/channel_core.hpp>
 #include <spindle/detail/channel/channel_state.hpp>
+#include <spindle/detail/channel/deadline.hpp>
+#include <spindle/detail/channel/state_ref.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/config.hpp>
 
 #include <chrono>
@@ -78,7 +80,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 template <transferable T>
 class sender;
@@ -101,33 +103,18 @@ struct channel_access {
 ///
 /// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
 /// too, except assignment and destruction of that copy. A moved-from sender may only be
-/// destroyed or assigned to (checked by SPINDLE_ASSERT).
+/// destroyed, assigned to, copied or moved; any other use is reported in every build.
 template <transferable T>
 class sender {
  public:
-  sender(sender const& other) noexcept : state_(other.state_) {
-    if (state_ != nullptr) {
-      state_->acquire_sender();
-    }
-  }
-  sender(sender&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-  auto operator=(sender other) noexcept -> sender& {
-    std::swap(state_, other.state_);
-    return *this;
-  }
-  ~sender() {
-    if (state_ != nullptr) {
-      detail::channel_state<T>::release_sender(state_);
-    }
-  }
+  // Copy, move, assignment and destruction are those of detail::state_ref: a copy counts
+  // one more sender, a move leaves a moved-from sender, the last sender gone closes.
 
   /// Sends `value`, blocking while a bounded channel is full (or, for a rendezvous, until a
   /// receiver takes it). Returns `sent`, or `closed` with the value handed back.
   /// Throws: std::bad_alloc (unbounded only) when a new block cannot be allocated; nothing was
   /// sent and the value is destroyed with the argument.
-  auto send(T value) -> send_result<T> {
-    return finish(get().visit([&](auto& ch) { return ch.send(value, {}); }), value);
-  }
+  auto send(T value) -> send_result<T> { return send_with(value, {}); }
 
   /// Sends `value` only if that needs no waiting: `sent`, `full` (no room; for a rendezvous,
   /// no receiver waiting) or `closed`, the value handed back unless sent.
@@ -142,8 +129,7 @@ class sender {
   /// steady_clock (duration::max(), +inf) waits without end.
   template <class Rep, class Period>
   auto send_for(T value, std::chrono::duration<Rep, Period> timeout) -> send_result<T> {
-    detail::wait_options const options{detail::deadline_after(timeout), nullptr};
-    return finish(get().visit([&](auto& ch) { return ch.send(value, options); }), value);
+    return send_with(value, {detail::deadline_after(timeout), nullptr});
   }
 
   /// As send(), but gives up at `deadline`, on any clock (measured as the time left on
@@ -153,26 +139,19 @@ class sender {
   /// waits without end.
   template <class Clock, class Duration>
   auto send_until(T value, std::chrono::time_point<Clock, Duration> deadline) -> send_result<T> {
-    detail::wait_options const options{detail::to_steady(deadline), nullptr};
-    return finish(get().visit([&](auto& ch) { return ch.send(value, options); }), value);
+    return send_with(value, {detail::to_steady(deadline), nullptr});
   }
 
   /// Closes the channel for every handle (see the file comment). Idempotent.
-  void close() noexcept {
-    get().visit([](auto& ch) { static_cast<void>(ch.close()); });
-  }
+  void close() noexcept { get().close(); }
 
   /// True once the channel is closed (by close(), or because all senders or all receivers are
   /// gone). Values may still be buffered.
-  [[nodiscard]] auto is_closed() const noexcept -> bool {
-    return get().visit([](auto const& ch) { return ch.is_closed(); });
-  }
+  [[nodiscard]] auto is_closed() const noexcept -> bool { return get().is_closed(); }
 
   /// The number of buffered values: a snapshot, exact only when nobody sends or receives.
   /// Always 0 for a rendezvous.
-  [[nodiscard]] auto size() const noexcept -> std::size_t {
-    return get().visit([](auto const& ch) { return ch.size(); });
-  }
+  [[nodiscard]] auto size() const noexcept -> std::size_t { return get().size(); }
 
   /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
@@ -181,8 +160,14 @@ class sender {
   friend struct detail::channel_access;
 
   /// Adopts one handle count of `state` (bounded() and unbounded(), through channel_access).
-  sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
-      : state_(state) {}
+  sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept : ref_(state) {}
+
+  /// The blocking send of send(), send_for() and send_until(): the value is handed back
+  /// unless sent.
+  auto send_with(T& value, detail::wait_options const& options) -> send_result<T> {
+    auto const status = get().visit([&](auto& ch) { return ch.send(value, options); });
+    return finish(status, value);
+  }
 
   static auto finish(send_status status, T& value) -> send_result<T> {
     if (status == send_status::sent) {
@@ -192,12 +177,9 @@ class sender {
   }
 
   /// The channel; every operation other than the special members goes through here.
-  [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
-    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::sender");
-    return *state_;
-  }
+  [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& { return ref_.get(); }
 
-  detail::channel_state<T>* state_;
+  detail::state_ref<T, detail::channel_side::sender> ref_;
 };
 
 /// The receiving handle of a channel. Copyable: every copy receives from the same channel
@@ -206,25 +188,12 @@ class sender {
 ///
 /// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
 /// too, except assignment and destruction of that copy. A moved-from receiver may only be
-/// destroyed or assigned to (checked by SPINDLE_ASSERT).
+/// destroyed, assigned to, copied or moved; any other use is reported in every build.
 template <transferable T>
 class receiver {
  public:
-  receiver(receiver const& other) noexcept : state_(other.state_) {
-    if (state_ != nullptr) {
-      state_->acquire_receiver();
-    }
-  }
-  receiver(receiver&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-  auto operator=(receiver other) noexcept -> receiver& {
-    std::swap(state_, other.state_);
-    return *this;
-  }
-  ~receiver() {
-    if (state_ != nullptr) {
-      detail::channel_state<T>::release_receiver(state_);
-    }
-  }
+  // Copy, move, assignment and destruction are those of detail::state_ref: a copy counts
+  // one more receiver, a move leaves a moved-from receiver, the last receiver gone discards.
 
   /// Receives the next value, blocking while the channel is empty. Returns std::nullopt only
   /// when the channel is closed and drained. The only receive that returns a plain optional:
@@ -267,19 +236,13 @@ class receiver {
   }
 
   /// Closes the channel for every handle; buffered values stay receivable. Idempotent.
-  void close() noexcept {
-    get().visit([](auto& ch) { static_cast<void>(ch.close()); });
-  }
+  void close() noexcept { get().close(); }
 
   /// True once the channel is closed. Values may still be buffered.
-  [[nodiscard]] auto is_closed() const noexcept -> bool {
-    return get().visit([](auto const& ch) { return ch.is_closed(); });
-  }
+  [[nodiscard]] auto is_closed() const noexcept -> bool { return get().is_closed(); }
 
   /// The number of buffered values: a snapshot. Always 0 for a rendezvous.
-  [[nodiscard]] auto size() const noexcept -> std::size_t {
-    return get().visit([](auto const& ch) { return ch.size(); });
-  }
+  [[nodiscard]] auto size() const noexcept -> std::size_t { return get().size(); }
 
   /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
@@ -418,18 +381,15 @@ class receiver {
 
   /// Adopts one handle count of `state` (bounded() and unbounded(), through channel_access).
   receiver(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
-      : state_(state) {}
+      : ref_(state) {}
 
   /// The channel; every operation other than the special members goes through here.
-  [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& {
-    SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::receiver");
-    return *state_;
-  }
+  [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& { return ref_.get(); }
 
-  detail::channel_state<T>* state_;
+  detail::state_ref<T, detail::channel_side::receiver> ref_;
 };
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE
 
 /// A receiver is not a sized range, although it has a size(): its size is a snapshot that other
 /// receivers change at any moment. Without this, std::views::take(n) would become
@@ -440,7 +400,7 @@ class receiver {
 template <class T>
 inline constexpr bool std::ranges::disable_sized_range<spindle::receiver<T>> = true;
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 /// Creates a channel that buffers at most `capacity` values; `capacity == 0` makes a
 /// rendezvous channel, where a send completes only when a receiver takes the value.
@@ -471,4 +431,4 @@ auto unbounded() {
   return detail::channel_access::make_pair(s);
 }
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -8,12 +8,14 @@
 // handed back by a send that did not happen, so no value is ever lost in a result. Test it
 // with `if (r)` (sent / received) or one of the `is_...()` helpers.
 
+#include <spindle/detail/sync/config.hpp>
+
 #include <concepts>
 #include <cstdint>
 #include <optional>
 #include <type_traits>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 /// A type a channel can carry. A slot is claimed before the value moves in, so the move must
 /// not throw (a throwing move would leave a claimed slot that no value will ever fill); each
@@ -76,4 +78,4 @@ struct [[nodiscard]] recv_result {
   }
 };
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -5,12 +5,13 @@
 // global injection queue for tasks submitted from other threads. A worker runs its own tasks
 // newest first, checks the injector every 61 tasks, and when idle steals about half of a
 // random victim's deque. Idle workers spin briefly, then sleep; an idle executor uses no CPU.
-// Design and citations: detail/executor/executor_core.hpp (scheduling, shutdown),
+// Design and citations: detail/executor/scheduler.hpp (scheduling, parking, termination),
+// detail/executor/executor_core.hpp (guests, shutdown),
 // detail/executor/idle_set.hpp (parking, with the no-lost-wake-up argument),
 // detail/executor/task.hpp (task storage).
 //
 // API in brief:
-//   executor ex;  executor ex{n};           n workers (default: one per hardware thread)
+//   executor ex;  executor ex{n};           n workers (default: one per usable processor)
 //   auto h = ex.spawn(f);  h.join();        result or rethrown exception
 //   ex.post(f);                             fire and forget; exceptions go to the handler
 //   auto [a, b] = spindle::join(ex, f, g);  both results; g may run in parallel
@@ -44,6 +45,8 @@
 
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/available_cpus.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/task_traits.hpp>
@@ -52,12 +55,11 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 /// Receives an exception that escaped a task passed to executor::post.
 using unhandled_exception_handler = std::function<void(std::exception_ptr)>;
@@ -71,7 +73,13 @@ auto core_of(executor& ex) noexcept -> executor_core&;
 
 class executor {
  public:
-  /// One worker per hardware thread (at least one).
+  /// One worker per processor this process may use: the processors in its CPU affinity mask
+  /// (sched_getaffinity on Linux; std::thread::hardware_concurrency() elsewhere), capped by its
+  /// cgroup v2 CPU quota (/sys/fs/cgroup/cpu.max, quota / period rounded up), at least one.
+  /// Read once per process (detail/sync/available_cpus.hpp). More workers than usable
+  /// processors would only take turns, and their spinning would slow the ones that run.
+  ///
+  /// Throws: std::system_error if a thread cannot start; std::bad_alloc.
   executor() : executor(default_workers()) {}
 
   /// `workers` worker threads; `on_unhandled` receives exceptions escaping posted tasks
@@ -154,10 +162,7 @@ class executor {
   // parallel loops), through detail::core_of().
   friend auto detail::core_of(executor& ex) noexcept -> detail::executor_core&;
 
-  static auto default_workers() noexcept -> std::size_t {
-    auto const n = std::thread::hardware_concurrency();
-    return n == 0 ? 1 : n;
-  }
+  static auto default_workers() noexcept -> std::size_t { return detail::available_cpus(); }
 
   std::unique_ptr<detail::executor_core> core_;
 };
@@ -256,4 +261,4 @@ auto join(executor& ex, A&& a, B&& b)
   return detail::run_as_root(core, root);
 }
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

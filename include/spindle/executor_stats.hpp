@@ -2,9 +2,11 @@
 // What spindle::executor::stats() reports: one `worker_stats` per worker thread. Included by
 // <spindle/executor.hpp>.
 
+#include <spindle/detail/sync/config.hpp>
+
 #include <cstdint>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 /// Counters of one worker thread. Relaxed snapshots: exact once the executor is idle or shut
 /// down.
@@ -15,4 +17,4 @@ struct worker_stats {
   std::uint64_t times_parked = 0;    ///< times it went to sleep for lack of work
 };
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -22,11 +22,12 @@
 
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <stdexcept>
 #include <utility>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 class executor;
 
@@ -107,4 +108,4 @@ class [[nodiscard]] join_handle {
   detail::shared_result<R>* state_ = nullptr;
 };
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

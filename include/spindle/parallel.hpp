@@ -26,6 +26,7 @@
 // Example: tests/parallel_test.cpp (Example).
 
 #include <spindle/detail/executor/executor_core.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/executor.hpp>
 
 #include <algorithm>
@@ -39,7 +40,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 /// What parallel_for can split: an integer type other than bool, or a random-access iterator
 /// (both support `first + n` and `last - first`). Every range of an integer type works, up to
@@ -277,4 +278,4 @@ auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& 
   return std::invoke(reduce, std::move(init), std::move(total));
 }
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

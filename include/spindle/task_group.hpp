@@ -58,7 +58,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 class task_group {
  public:
@@ -199,4 +199,4 @@ class task_group {
   std::exception_ptr error_;
 };
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

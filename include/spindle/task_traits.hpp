@@ -3,11 +3,13 @@
 // (`task_callable`), what they return (`task_result_t`), and what a void callable's side of a
 // `join` returns (`void_result`). Included by <spindle/executor.hpp>.
 
+#include <spindle/detail/sync/config.hpp>
+
 #include <concepts>
 #include <functional>
 #include <type_traits>
 
-namespace spindle {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 /// The value a `join` side or a task group returns for a callable whose result is void.
 struct void_result {
@@ -28,4 +30,4 @@ concept task_callable = std::invocable < std::decay_t<Fn>
 template <task_callable Fn>
 using task_result_t = std::invoke_result_t<std::decay_t<Fn>&>;
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -1,10 +1,12 @@
 #pragma once
 // spindle's version, for code that needs to check it at compile time.
 
-namespace spindle {
+#include <spindle/detail/sync/config.hpp>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 inline constexpr int version_major = 0;
 inline constexpr int version_minor = 1;
 inline constexpr int version_patch = 0;
 
-}  // namespace spindle
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -1,5 +1,5 @@
 // The parking protocol of detail/executor/idle_set.hpp on its own: two workers made of the real
-// idle_set, injector and deques, running executor_core.hpp's find/park loop cut down to its
+// idle_set, injector and deques, running scheduler.hpp's find/park loop cut down to its
 // protocol steps (no backoff, no fairness tick, no guests, no shutdown protocol). The executor
 // itself runs under the checker in tests/model/executor_test.cpp, but its spin and search loops
 // make the tree too wide for exhaustive search; here every schedule within one preemption is run.
@@ -49,7 +49,7 @@ auto quiet(model::options o) -> model::options {
   return o;
 }
 
-/// Two workers and an injector, following executor_core.hpp step for step where the protocol
+/// Two workers and an injector, following scheduler.hpp step for step where the protocol
 /// is concerned: submit_outside(), from_injector() with announce_moved(), find_task(),
 /// found_work() and park(). Tasks are not run through their function pointer: `run` hands
 /// them to the scenario.
@@ -60,7 +60,7 @@ class two_workers {
 
   void submit_outside(task* t) {
     static_cast<void>(injector_.push(t));
-    // (N1), as in executor_core.hpp.
+    // (N1), as in scheduler.hpp.
     spindle::detail::fence_seq_cst();
     if (idle_.should_wake()) {
       idle_.wake_one();
@@ -139,7 +139,7 @@ class two_workers {
   auto park(std::size_t i) -> bool {
     idle_.prepare_park(i, searching_[i]);
     searching_[i] = false;
-    // (P1) fence, as in executor_core.hpp.
+    // (P1) fence, as in scheduler.hpp.
     spindle::detail::fence_seq_cst();
     bool const work = !injector_.looks_empty() || !stealers_[0].empty() || !stealers_[1].empty();
     // seq_cst: see stop().

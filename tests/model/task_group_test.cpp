@@ -77,28 +77,21 @@ class group_count {
     if (pending_.load(std::memory_order_acquire) == 0) {
       return;
     }
-    auto& done = w.done;
     waiter_.store(&w, std::memory_order_release);
-    if constexpr (Bug == group_bug::none) {
-      auto const old = pending_.fetch_or(waiter_bit, std::memory_order_acq_rel);
-      if (old == 0) {
-        std::uint64_t expected = waiter_bit;
-        if (pending_.compare_exchange_strong(expected, 0, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-          return;
-        }
+    // Both versions set the bit with one RMW (the old one added it, the current one ors it in).
+    auto const old = Bug == group_bug::none
+                         ? pending_.fetch_or(waiter_bit, std::memory_order_acq_rel)
+                         : pending_.fetch_add(waiter_bit, std::memory_order_acq_rel);
+    if (old == 0) {
+      std::uint64_t expected = waiter_bit;
+      if (pending_.compare_exchange_strong(expected, 0, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+        return;
       }
-      done.wait_outside(own);
-    } else {
-      auto const old = pending_.fetch_add(waiter_bit, std::memory_order_acq_rel);
-      if (old == 0) {
-        std::uint64_t expected = waiter_bit;
-        if (pending_.compare_exchange_strong(expected, 0, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-          return;
-        }
-      }
-      done.wait_outside(own);
+    }
+    w.done.wait_outside(own);
+    if constexpr (Bug == group_bug::waiter_clears_bit_late) {
+      // The old protocol: the waiter removed its bit only after it woke.
       pending_.fetch_sub(waiter_bit, std::memory_order_acq_rel);
     }
   }

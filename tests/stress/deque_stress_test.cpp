@@ -59,11 +59,33 @@ struct ledger {
     return taken[p->id].fetch_add(1, std::memory_order_relaxed) == 0;
   }
 
+  // Records that `p` was taken, counting an error when it already was or is corrupt.
+  void record(payload const* p) {
+    if (!take(p)) {
+      // relaxed: a tally, read after the threads are joined.
+      errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
   std::vector<std::atomic<std::uint8_t>> taken;
   std::atomic<std::uint64_t> count{0};
   std::atomic<std::uint64_t> sum{0};
   std::atomic<std::uint64_t> errors{0};
 };
+
+// The owner's end of a round: takes what is left, tells the thieves, and waits for them.
+void finish_round(spindle::deque_owner<payload*>& owner, ledger& book,
+                  std::atomic<bool>& owner_done, std::vector<std::thread>& threads) {
+  while (auto p = owner.pop()) {
+    book.record(*p);
+  }
+  // release: pairs with the thieves' acquire loads of owner_done; they stop only after
+  // seeing it, and then find the deque empty.
+  owner_done.store(true, std::memory_order_release);
+  for (auto& t : threads) {
+    t.join();
+  }
+}
 
 void run_round(deque_order order, std::uint64_t seed) {
   std::vector<payload> items(items_per_round);
@@ -84,15 +106,11 @@ void run_round(deque_order order, std::uint64_t seed) {
       auto r = rng() % 2 == 0 ? s.steal() : s.steal_batch_and_pop(mine);
       if (r.is_success()) {
         payload* p = *r.value;
-        if (!book.take(p)) {
-          book.errors.fetch_add(1, std::memory_order_relaxed);
-        }
+        book.record(p);
       }
       if (rng() % 4 == 0 || done) {
         while (auto q = mine.pop()) {
-          if (!book.take(*q)) {
-            book.errors.fetch_add(1, std::memory_order_relaxed);
-          }
+          book.record(*q);
         }
       }
       if (done && r.is_empty()) {
@@ -143,21 +161,11 @@ void run_round(deque_order order, std::uint64_t seed) {
     int const pops = rng() % 3 == 0 ? 1 : (i % 1024 == 1023 ? 200 : 0);
     for (int k = 0; k < pops; ++k) {
       if (auto p = owner.pop()) {
-        if (!book.take(*p)) {
-          book.errors.fetch_add(1, std::memory_order_relaxed);
-        }
+        book.record(*p);
       }
     }
   }
-  while (auto p = owner.pop()) {
-    if (!book.take(*p)) {
-      book.errors.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  owner_done.store(true, std::memory_order_release);
-  for (auto& t : threads) {
-    t.join();
-  }
+  finish_round(owner, book, owner_done, threads);
 
   EXPECT_EQ(book.errors.load(), 0U);
   EXPECT_EQ(book.count.load(), items_per_round);
@@ -197,8 +205,8 @@ TEST(DequeStress, OwnerAndThievesRaceForTheLastItem) {
       for (;;) {
         bool const done = owner_done.load(std::memory_order_acquire);
         auto r = s.steal();
-        if (r.is_success() && !book.take(*r.value)) {
-          book.errors.fetch_add(1, std::memory_order_relaxed);
+        if (r.is_success()) {
+          book.record(*r.value);
         }
         if (done && r.is_empty()) {
           break;
@@ -217,19 +225,11 @@ TEST(DequeStress, OwnerAndThievesRaceForTheLastItem) {
       items[i].check = check_of(i);
       owner.push(&items[i]);
     }
-    if (auto p = owner.pop(); p && !book.take(*p)) {
-      book.errors.fetch_add(1, std::memory_order_relaxed);
+    if (auto p = owner.pop()) {
+      book.record(*p);
     }
   }
-  while (auto p = owner.pop()) {
-    if (!book.take(*p)) {
-      book.errors.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  owner_done.store(true, std::memory_order_release);
-  for (auto& t : threads) {
-    t.join();
-  }
+  finish_round(owner, book, owner_done, threads);
   EXPECT_EQ(book.errors.load(), 0U);
   EXPECT_EQ(book.count.load(), items_per_round);
 }

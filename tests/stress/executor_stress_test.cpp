@@ -17,13 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/sizes.hpp"
+
 namespace {
 
-#if defined(SPINDLE_TSAN)
-constexpr int scale = 8;
-#else
-constexpr int scale = 1;
-#endif
+constexpr int scale = spindle_test::tsan_divisor(8);
 
 // One counter per task id: every accepted task must run exactly once.
 struct ledger {

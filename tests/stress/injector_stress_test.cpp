@@ -17,16 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/sizes.hpp"
+
 using spindle::detail::basic_injector;
 using spindle::detail::task;
 
 namespace {
 
-#if defined(SPINDLE_TSAN)
-constexpr std::size_t per_pusher = 4'000;
-#else
-constexpr std::size_t per_pusher = 40'000;
-#endif
+constexpr std::size_t per_pusher = 40'000 / spindle_test::tsan_divisor<std::size_t>(10);
 
 void no_op(task* /*unused*/) noexcept {}
 

@@ -44,19 +44,7 @@
 
 #include <spindle/channel.hpp>
 
-#if defined(SPINDLE_HAVE_MOODYCAMEL)
-#include <concurrentqueue/blockingconcurrentqueue.h>
-#endif
-#if defined(SPINDLE_HAVE_BOOST_LOCKFREE)
-#include <boost/lockfree/queue.hpp>
-#endif
-#if defined(SPINDLE_HAVE_ATOMIC_QUEUE)
-#include <atomic_queue/atomic_queue.h>
-#endif
-#if defined(SPINDLE_HAVE_TBB)
-#include <tbb/concurrent_queue.h>
-#endif
-
+#include "bench/support/peers.hpp"
 #include "bench_common.hpp"
 
 namespace spindle_bench::channel {

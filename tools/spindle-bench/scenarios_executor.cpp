@@ -14,8 +14,8 @@
 // Every scenario checks its result (fib value, task count, element checksum) and fails loudly
 // when it is wrong.
 
+#include "bench/support/executor_workloads.hpp"
 #include "bench_common.hpp"
-#include "executor_workloads.hpp"
 
 #include <spindle/executor.hpp>
 #include <spindle/parallel.hpp>
@@ -29,15 +29,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(SPINDLE_HAVE_TBB)
-#include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
-#endif
-#if defined(SPINDLE_HAVE_OPENMP)
-#include <omp.h>
-#endif
+#include "bench/support/peers.hpp"
 
 namespace {
 

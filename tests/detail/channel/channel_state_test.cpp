@@ -4,8 +4,8 @@
 // receiver polls before it yields (detail::recv_blocking), which it does only while the
 // handles number at most the processors.
 #include <spindle/channel.hpp>
-#include <spindle/detail/channel/channel_core.hpp>
 #include <spindle/detail/channel/channel_state.hpp>
+#include <spindle/detail/channel/wait_budget.hpp>
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
+using spindle::detail::available_cpus;
 using spindle::detail::channel_state;
-using spindle::detail::core_count;
 
 namespace {
 
@@ -33,20 +33,20 @@ TEST(ChannelCounter, Example) {
   // A fresh state counts one sender and one receiver: two users, which fit on any machine
   // with two processors or more.
   auto* s = new state(state::array_tag{}, 4);
-  EXPECT_EQ(s->users_fit_cores(), core_count() >= 2);
+  EXPECT_EQ(s->users_fit_cores(), available_cpus() >= 2);
   release_both(s);
 }
 
 TEST(ChannelCounter, CoreCountIsAtLeastOne) {
-  EXPECT_GE(core_count(), 1U);
-  EXPECT_EQ(core_count(), core_count());  // read once
+  EXPECT_GE(available_cpus(), 1U);
+  EXPECT_EQ(available_cpus(), available_cpus());  // read once
 }
 
 TEST(ChannelCounter, MoreHandlesThanCoresStopTheFit) {
   auto* s = new state(state::list_tag{});
   // Add receivers until the handles outnumber the processors; drop them again.
   std::size_t added = 0;
-  while (2 + added <= core_count()) {
+  while (2 + added <= available_cpus()) {
     EXPECT_TRUE(s->users_fit_cores());
     s->acquire_receiver();
     ++added;
@@ -55,7 +55,7 @@ TEST(ChannelCounter, MoreHandlesThanCoresStopTheFit) {
   for (std::size_t i = 0; i < added; ++i) {
     state::release_receiver(s);
   }
-  EXPECT_EQ(s->users_fit_cores(), core_count() >= 2);
+  EXPECT_EQ(s->users_fit_cores(), available_cpus() >= 2);
   release_both(s);
 }
 
@@ -66,7 +66,7 @@ TEST(ChannelCounter, BlockedReceiveWorksEitherWay) {
     auto [tx, rx] = spindle::bounded<int>(1);
     std::vector<spindle::receiver<int>> extra;
     if (crowd) {
-      extra.assign(core_count() + 1, rx);
+      extra.assign(available_cpus() + 1, rx);
     }
     std::thread sender([tx = std::move(tx)]() mutable {
       for (int i = 0; i < 100; ++i) {

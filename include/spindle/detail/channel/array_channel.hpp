@@ -29,27 +29,12 @@
 // rule, only once half the send buffer is free (net/core/sock.c, sock_def_write_space). It is
 // a heuristic for how to wait, never a condition: the full attempt every
 // `wait_budget::full_every` rounds and the check before parking need only one free slot, so a
-// sender never waits for room that no receiver will make.
-//   `spindle-bench channel` on the 2-core machine, same binary and minutes, room 0 against
-//   room 512: before slots were spread (below), seed 4P/2C 10.9-12.2 against 13.8-19.0 M
-//   msg/s, 2P/2C 9.5-11.4 against 13.7-15.0, SPSC 12.1-13.0 against 26.2-28.5; with spread
-//   slots, seed 16.6 against 19.8, 2P/2C 17.0 against 16.9, SPSC 11.9 against 26.0.
+// sender never waits for room that no receiver will make. Holding back this way raised the
+// throughput of a full ring most for a single producer, and for several producers before the
+// slots were spread (measurements: docs/performance.md, Channels).
 //
-// Spread slots: consecutive positions live on different cache lines. The ring is laid out
-// column by column: with `columns` slots to a 64-byte line and `rows` a power of two, position
-// index i sits at row i % rows, column i / rows (a mask, two shifts and an or), so the slots of
-// one line are `rows` positions apart. Two receivers taking neighbouring positions, or two
-// senders, then write different lines instead of passing one back and forth; the shared
-// positions head_ and tail_ are the only lines same-side threads still contend on. When the
-// capacity is not `rows * columns`, the last indices (at most about half) stay in place, so the
-// ring holds exactly `capacity` slots. atomic_queue remaps its indices for the same reason
-// (max0x7ba/atomic_queue, include/atomic_queue/atomic_queue.h, `remap_index`). `spindle-bench
-// channel`, one binary, rows interleaved, slow mode of the 2-core machine: seed 4P/2C 19.1
-// against 13.6-14.8 M msg/s unspread, with the minimum of 11 runs 18.2 against 11.2-12.0 (the
-// spread also removes the low mode of that scenario); 2P/2C 18.3 against 13.7; SPSC 27.4-27.5
-// against 29.5-30.0, which loses the four messages a line carried from one side to the other.
-// Spreading over 128-byte pairs of lines measured slower (seed 18.6 against 20.1, SPSC 20.2
-// against 24.8).
+// Spread slots: consecutive positions live on different cache lines, so that threads on the
+// same side do not pass one slot line back and forth (detail/channel/spread_layout.hpp).
 //
 // Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
 // then on; receivers drain what was claimed before and then see closed. When the last receiver
@@ -65,9 +50,14 @@
 // the wait list's is_empty flag (see wait_list.hpp), and on x86 a CAS is a full barrier anyway.
 //
 // Memory: capacity slots of (8 bytes + sizeof(T), aligned), allocated once; nothing per message.
-// Slots of more than 32 bytes are not spread (fewer than two fit a line).
 
-#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/channel_result.hpp>
+#include <spindle/detail/channel/close.hpp>
+#include <spindle/detail/channel/park.hpp>
+#include <spindle/detail/channel/recv_blocking.hpp>
+#include <spindle/detail/channel/spread_layout.hpp>
+#include <spindle/detail/channel/wait_budget.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/cache_padded.hpp>
@@ -85,7 +75,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 template <class T>
 class array_channel {
@@ -98,7 +88,7 @@ class array_channel {
         mark_bit_(std::bit_ceil(static_cast<std::uint64_t>(capacity) + 1)),
         one_lap_(mark_bit_ * 2),
         resume_room_(std::min(capacity_ / 2, max_resume_room)),
-        spread_(spread_for(capacity)),
+        layout_(capacity, sizeof(slot)),
         slots_(std::make_unique<slot[]>(capacity)) {
     for (std::uint64_t i = 0; i < capacity_; ++i) {
       // relaxed: the channel is not shared yet; handing out the handles publishes it.
@@ -112,8 +102,7 @@ class array_channel {
   ~array_channel() {
     // SAFETY: no handle is left, so no other thread touches the channel; every slot between
     // head and tail holds a live value (senders finished, since their handles are gone).
-    while (try_recv().status == recv_status::received) {
-    }
+    drain(*this);
   }
 
   /// Sends without waiting. On success `value` is moved from; otherwise it is untouched.
@@ -137,12 +126,11 @@ class array_channel {
     for (;;) {
       // A full channel gets room only when a receiver runs. Spinning with PAUSE would hold
       // the core that receiver may need (a full channel usually means more busy threads than
-      // cores), so a blocked sender skips the poll phase of its budget and yields at once.
-      // Measured with `spindle-bench channel --scenario seed`: about 2.5x the throughput of
-      // pause-spinning. Most rounds use poll_send, which leaves the receivers' position alone
-      // and waits for room to resume (see the header); the full try_send now and then takes
-      // any free slot and also waits out a receiver that is mid-read (which park_on's
-      // readiness check cannot tell from "not full", so it would not park).
+      // cores), so a blocked sender skips the poll phase of its budget and yields at once
+      // (measurements: docs/performance.md, Channels). Most rounds use poll_send, which leaves the
+      // receivers' position alone and waits for room to resume (see the header); the full try_send
+      // now and then takes any free slot and also waits out a receiver that is mid-read (which
+      // park_on's readiness check cannot tell from "not full", so it would not park).
       wait_budget budget(options, 0);
       do {
         auto const status = budget.full_attempt_due() ? try_send(value) : poll_send(value);
@@ -175,24 +163,14 @@ class array_channel {
 
   /// Closes the channel; returns true for the call that closed it. Wakes every waiter.
   auto close() noexcept -> bool {
-    // seq_cst: a state change paired with the wait lists' is_empty (B) like any send; also
-    // makes every later CAS on tail_ by a sender fail and see the mark.
-    auto const tail = tail_.value.fetch_or(mark_bit_, std::memory_order_seq_cst);
-    if ((tail & mark_bit_) != 0) {
-      return false;
-    }
-    senders_.value.close_all();
-    receivers_.value.close_all();
-    return true;
+    return close_by_mark(tail_.value, mark_bit_, senders_.value, receivers_.value);
   }
 
   /// The last receiver is gone: closes the channel and destroys every buffered value now.
+  /// Senders that claimed a slot before the mark are waited for inside start_recv.
   void discard() noexcept {
     close();
-    // Only this thread receives now (no receiver handle is left); senders that claimed a slot
-    // before the mark are waited for inside start_recv.
-    while (try_recv().status == recv_status::received) {
-    }
+    drain(*this);
   }
 
   [[nodiscard]] auto is_closed() const noexcept -> bool {
@@ -225,9 +203,6 @@ class array_channel {
 
  private:
   static constexpr std::size_t max_resume_room = 512;
-  // The line size that spreading slots is measured in: 64 bytes, not cache_line's 128 (which
-  // counts the adjacent-line prefetcher's pairs); 128 measured slower (see the header).
-  static constexpr std::size_t line_bytes = 64;
 
   struct slot {
     // INVARIANT: storage holds a live T exactly when stamp == position + 1 for the position
@@ -252,36 +227,9 @@ class array_channel {
     return capacity;
   }
 
-  /// Where consecutive positions go in the ring (see "Spread slots" in the header): the
-  /// first `count` indices, a power of two `rows` times `columns`, are laid out column by
-  /// column, so index i sits at row i % rows, column i / rows; the rest stay in place.
-  struct spread {
-    std::uint64_t count = 0;
-    std::uint64_t row_mask = 0;
-    unsigned column_bits = 0;
-    unsigned row_bits = 0;
-  };
-
-  static auto spread_for(std::size_t capacity) noexcept -> spread {
-    constexpr std::uint64_t columns = line_bytes / sizeof(slot);
-    if constexpr (columns < 2) {
-      return {};
-    } else {
-      auto const rows = std::bit_floor(static_cast<std::uint64_t>(capacity) / columns);
-      if (rows < 2) {
-        return {};
-      }
-      return {rows * columns, rows - 1, static_cast<unsigned>(std::countr_zero(columns)),
-              static_cast<unsigned>(std::countr_zero(rows))};
-    }
-  }
-
   /// The slot of position `pos` (its index bits, spread).
   [[nodiscard]] auto slot_at(std::uint64_t pos) const noexcept -> slot& {
-    auto const index = pos & (mark_bit_ - 1);
-    auto const spread_index =
-        ((index & spread_.row_mask) << spread_.column_bits) | (index >> spread_.row_bits);
-    return slots_[index < spread_.count ? spread_index : index];
+    return slots_[layout_.slot_of(pos & (mark_bit_ - 1))];
   }
 
   /// The position `n` after `pos`, for n < capacity (the next index, or one in the next lap).
@@ -506,10 +454,10 @@ class array_channel {
   std::uint64_t one_lap_;
   // Free slots a waiting sender wants after the first before its poll rounds send again.
   std::size_t resume_room_;
-  spread spread_;
+  spread_layout layout_;
   std::unique_ptr<slot[]> slots_;
   cache_padded<wait_list> senders_;
   cache_padded<wait_list> receivers_;
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

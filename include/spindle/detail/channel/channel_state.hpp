@@ -19,18 +19,23 @@
 // is made from an existing one, which keeps the state alive; acq_rel decrements: the last
 // one sees every other handle's use). `destroy_` is exchanged once by each side's last handle.
 
+#include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/array_channel.hpp>
-#include <spindle/detail/channel/channel_core.hpp>
 #include <spindle/detail/channel/list_channel.hpp>
+#include <spindle/detail/channel/wait_budget.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/channel/zero_channel.hpp>
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/available_cpus.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 enum class channel_flavor : std::uint8_t { array, list, zero };
 
@@ -73,28 +78,23 @@ class channel_state {
   /// Calls `fn` with the flavour.
   template <class Fn>
   auto visit(Fn&& fn) -> decltype(auto) {
-    switch (flavor_) {
-      case channel_flavor::array:
-        return fn(array_);
-      case channel_flavor::list:
-        return fn(list_);
-      case channel_flavor::zero:
-        break;
-    }
-    return fn(zero_);
+    return visit_flavour(*this, std::forward<Fn>(fn));
   }
-
   template <class Fn>
   auto visit(Fn&& fn) const -> decltype(auto) {
-    switch (flavor_) {
-      case channel_flavor::array:
-        return fn(array_);
-      case channel_flavor::list:
-        return fn(list_);
-      case channel_flavor::zero:
-        break;
-    }
-    return fn(zero_);
+    return visit_flavour(*this, std::forward<Fn>(fn));
+  }
+
+  /// Closes the channel for every handle; idempotent.
+  void close() noexcept {
+    visit([](auto& flavour) { static_cast<void>(flavour.close()); });
+  }
+  [[nodiscard]] auto is_closed() const noexcept -> bool {
+    return visit([](auto const& flavour) { return flavour.is_closed(); });
+  }
+  /// The number of buffered values (a snapshot).
+  [[nodiscard]] auto size() const noexcept -> std::size_t {
+    return visit([](auto const& flavour) { return flavour.size(); });
   }
 
   [[nodiscard]] auto flavor() const noexcept -> channel_flavor { return flavor_; }
@@ -112,7 +112,7 @@ class channel_state {
   }
 
   /// Receives through the flavour, blocking as `options` says (see recv_blocking in
-  /// channel_core.hpp for `may_spin`, which this sets).
+  /// recv_blocking.hpp for `may_spin`, which this sets).
   auto recv(wait_options options) noexcept -> recv_result<T> {
     options.may_spin = [](void const* self) noexcept {
       return static_cast<channel_state const*>(self)->users_fit_cores();
@@ -128,7 +128,7 @@ class channel_state {
     auto const users = senders_.load(std::memory_order_relaxed) +
                        // relaxed: as above.
                        receivers_.load(std::memory_order_relaxed);
-    return users <= core_count();
+    return users <= available_cpus();
   }
 
   void acquire_sender() noexcept {
@@ -149,7 +149,7 @@ class channel_state {
     if (self->senders_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
       return;
     }
-    self->visit([](auto& flavour) { static_cast<void>(flavour.close()); });
+    self->close();
     self->finish();
   }
 
@@ -165,6 +165,20 @@ class channel_state {
   }
 
  private:
+  /// visit() for a const or a mutable state: `Self` is channel_state or channel_state const.
+  template <class Self, class Fn>
+  static auto visit_flavour(Self& self, Fn&& fn) -> decltype(auto) {
+    switch (self.flavor_) {
+      case channel_flavor::array:
+        return fn(self.array_);
+      case channel_flavor::list:
+        return fn(self.list_);
+      case channel_flavor::zero:
+        break;
+    }
+    return fn(self.zero_);
+  }
+
   /// Called once by each side's last handle; the second call frees the state.
   void finish() noexcept {
     // acq_rel: the second side acquires the first side's release, so all use of the channel
@@ -187,4 +201,4 @@ class channel_state {
   };
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

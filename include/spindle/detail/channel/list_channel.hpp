@@ -40,7 +40,10 @@
 // Memory: one block (8 + 31 * (4 + sizeof(T), aligned) bytes) per 31 values in the channel,
 // plus at most one cached block; drained blocks go back to the allocator as the channel drains.
 
-#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/channel_result.hpp>
+#include <spindle/detail/channel/close.hpp>
+#include <spindle/detail/channel/recv_blocking.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/cache_padded.hpp>
@@ -55,7 +58,7 @@
 #include <optional>
 #include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 template <class T>
 class list_channel {
@@ -106,6 +109,15 @@ class list_channel {
   struct position {
     atomic<std::uint64_t> index{0};
     atomic<block*> block_ptr{nullptr};
+
+    /// Loads the index, then the block, so that the block is at least as new as the index.
+    void load(std::uint64_t& index_out, block*& block_out) const noexcept {
+      // acquire: pairs with the release store of the index at a block end (the fetch_add in
+      // start_send, the store in start_recv), which follows the store of the next block.
+      index_out = index.load(std::memory_order_acquire);
+      // acquire: pairs with the release stores of block_ptr; the block is built.
+      block_out = block_ptr.load(std::memory_order_acquire);
+    }
   };
 
  public:
@@ -178,24 +190,15 @@ class list_channel {
 
   /// Closes the channel; returns true for the call that closed it. Wakes every receiver.
   auto close() noexcept -> bool {
-    // seq_cst: a state change paired with the wait list's is_empty (B) like a send; every
-    // later sender's CAS on the index fails and sees the mark.
-    auto const tail = tail_.value.index.fetch_or(mark_bit, std::memory_order_seq_cst);
-    if ((tail & mark_bit) != 0) {
-      return false;
-    }
-    receivers_.value.close_all();
-    return true;
+    return close_by_mark(tail_.value.index, mark_bit, receivers_.value);
   }
 
   /// The last receiver is gone: closes the channel and destroys every buffered value now,
-  /// freeing the drained blocks.
+  /// freeing the drained blocks. Senders that claimed a position before the mark are waited
+  /// for in read() (wait_write).
   void discard() noexcept {
     close();
-    // Only this thread receives now; senders that claimed a position before the mark are
-    // waited for in read() (wait_write).
-    while (try_recv().status == recv_status::received) {
-    }
+    drain(*this);
   }
 
   [[nodiscard]] auto is_closed() const noexcept -> bool {
@@ -279,11 +282,9 @@ class list_channel {
   auto start_send(block*& out, std::uint64_t& out_offset) -> bool {
     backoff spin;
     spare_block next_block(*this);
-    // acquire: pairs with the release fetch_add at a block end, so the block pointer loaded
-    // next is at least as new as the index.
-    auto tail = tail_.value.index.load(std::memory_order_acquire);
-    // acquire: pairs with the release stores of tail_.block; the block is built.
-    block* b = tail_.value.block_ptr.load(std::memory_order_acquire);
+    std::uint64_t tail = 0;
+    block* b = nullptr;
+    tail_.value.load(tail, b);
     for (;;) {
       if ((tail & mark_bit) != 0) {
         return false;
@@ -292,9 +293,7 @@ class list_channel {
       if (offset == block_cap) {
         // The block-end sender is installing the next block: wait for it.
         spin.snooze();
-        // acquire: as above.
-        tail = tail_.value.index.load(std::memory_order_acquire);
-        b = tail_.value.block_ptr.load(std::memory_order_acquire);
+        tail_.value.load(tail, b);
         continue;
       }
       if (offset + 1 == block_cap && next_block.get() == nullptr) {
@@ -319,14 +318,12 @@ class list_channel {
           } else {
             recycle(fresh);
           }
-          // acquire: as above.
-          tail = tail_.value.index.load(std::memory_order_acquire);
-          b = tail_.value.block_ptr.load(std::memory_order_acquire);
+          tail_.value.load(tail, b);
           continue;
         }
       }
       // seq_cst: claims the position; the state change of the Dekker pair with the receivers'
-      // wait list (B). acquire on failure: as the loads above.
+      // wait list (B). acquire on failure: as the index load in position::load().
       if (tail_.value.index.compare_exchange_weak(tail, tail + one, std::memory_order_seq_cst,
                                                   std::memory_order_acquire)) {
         if (offset + 1 == block_cap) {
@@ -344,7 +341,7 @@ class list_channel {
         out_offset = offset;
         return true;
       }
-      // acquire: as above.
+      // acquire: as the block load in position::load().
       b = tail_.value.block_ptr.load(std::memory_order_acquire);
       spin.spin();
     }
@@ -352,19 +349,15 @@ class list_channel {
 
   auto start_recv(block*& out, std::uint64_t& out_offset) noexcept -> claim {
     backoff spin;
-    // acquire: pairs with the release index store at a block end in this function, so the
-    // block pointer loaded next is at least as new as the index.
-    auto head = head_.value.index.load(std::memory_order_acquire);
-    // acquire: pairs with the release stores of head_.block; the block is built.
-    block* b = head_.value.block_ptr.load(std::memory_order_acquire);
+    std::uint64_t head = 0;
+    block* b = nullptr;
+    head_.value.load(head, b);
     for (;;) {
       auto const offset = (head >> shift) % lap;
       if (offset == block_cap) {
         // The block-end receiver is moving to the next block: wait for it.
         spin.snooze();
-        // acquire: as above.
-        head = head_.value.index.load(std::memory_order_acquire);
-        b = head_.value.block_ptr.load(std::memory_order_acquire);
+        head_.value.load(head, b);
         continue;
       }
       auto new_head = head + one;
@@ -385,12 +378,10 @@ class list_channel {
       if (b == nullptr) {
         // The first send is installing the first block.
         spin.snooze();
-        // acquire: as above.
-        head = head_.value.index.load(std::memory_order_acquire);
-        b = head_.value.block_ptr.load(std::memory_order_acquire);
+        head_.value.load(head, b);
         continue;
       }
-      // seq_cst: claims the position. acquire on failure: as the loads above.
+      // seq_cst: claims the position. acquire on failure: as the index load in position::load().
       if (head_.value.index.compare_exchange_weak(head, new_head, std::memory_order_seq_cst,
                                                   std::memory_order_acquire)) {
         if (offset + 1 == block_cap) {
@@ -410,7 +401,7 @@ class list_channel {
         out_offset = offset;
         return claim::ok;
       }
-      // acquire: as above.
+      // acquire: as the block load in position::load().
       b = head_.value.block_ptr.load(std::memory_order_acquire);
       spin.spin();
     }
@@ -467,4 +458,4 @@ class list_channel {
   cache_padded<wait_list> receivers_;
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -19,8 +19,11 @@
 //
 // Memory: none per message; a blocked operation's entry and packet live on its stack.
 
-#include <spindle/detail/channel/channel_core.hpp>
+#include <spindle/channel_result.hpp>
+#include <spindle/detail/channel/park.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
 
@@ -32,7 +35,7 @@
 #include <stop_token>
 #include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 template <class T>
 class zero_channel {
@@ -188,4 +191,4 @@ class zero_channel {
   atomic<bool> closed_flag_{false};
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -23,7 +23,7 @@
 #include <memory>
 #include <new>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// A fixed-capacity ring of atomic slots indexed by unbounded signed positions.
 ///
@@ -100,4 +100,4 @@ class deque_buffer {
   atomic<T>* slots_;  // INVARIANT: capacity constructed slots, owned by this buffer.
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

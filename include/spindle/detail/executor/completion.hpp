@@ -27,11 +27,12 @@
 //            waiter once it observes `done` (release exchange / acquire load).
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/parker.hpp>
 
 #include <cstdint>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class completion {
  public:
@@ -109,4 +110,4 @@ inline auto outside_parker() noexcept -> parker& {
   return own;
 }
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -13,7 +13,7 @@
 // - Sleepers are a stack (last in, first woken: its cache is warmest) of worker indices under
 //   `mu_`; each worker sleeps on its own parker.
 //
-// The no-lost-wake-up argument (tags cited by executor_core.hpp):
+// The no-lost-wake-up argument (tags cited by scheduler.hpp and executor_core.hpp):
 //   (N1) a notifier publishes its task (queue push), then runs a seq_cst fence, then loads
 //        state_ in `should_wake`.
 //   (P1) a worker about to sleep increments the sleeping count (and drops its searching
@@ -55,6 +55,7 @@
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/parker.hpp>
 
@@ -64,7 +65,7 @@
 #include <mutex>
 #include <vector>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class idle_set {
  public:
@@ -111,7 +112,7 @@ class idle_set {
   /// Wakes every worker asleep at the time of the call, each counted as searching (shutdown,
   /// termination). A worker that registers afterwards is not woken: it registered under mu_
   /// after this call, so it sees whatever the caller published before it (stopping_,
-  /// terminated_ in executor_core.hpp) in its own re-check after (P1).
+  /// terminated_ in scheduler.hpp) in its own re-check after (P1).
   ///
   /// One pass over a snapshot, not "wake_one() until nobody sleeps": that loop need not end.
   /// The model checker found it (tests/model/executor_test.cpp, PostWhileTwoWorkersPark): with
@@ -226,4 +227,4 @@ class idle_set {
   std::vector<bool> asleep_;
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -8,27 +8,11 @@
 // inject queue and crossbeam-deque's Injector store them (tokio/src/runtime/scheduler/inject.rs,
 // crossbeam-deque/src/deque.rs `Injector`).
 //
-// History, from profiles of one outside thread posting 1,000,000 empty tasks to 2 workers
-// (perf record, Release):
-// - The first version linked the tasks through an intrusive `next` field under one lock: the
-//   workers' hottest instructions were pop_batch's walk to the end of its batch, a cache miss
-//   per task (each `next` had just been written on the other core) taken while holding the
-//   lock the producer needed. Blocks made a batch a copy of consecutive pointers.
-// - The second version kept one lock for both ends, with the length on the lock's cache line:
-//   the producer then spent most of its time in push on the lock's compare-exchange and on
-//   the unlocking exchange, because every worker's poll of the length (looks_empty(), run on
-//   every find-task pass) and every batch pop pulled that line to the other core. Here the
-//   producer's lock and block pointer sit on a line no worker touches; the only lines both
-//   sides share are the slots themselves and the published tail count. Posting 1,000,000
-//   tasks went from 2.3 to 3.7 M tasks/s (medians of the runs in which both workers and the
-//   producer had the two cores to themselves), before the pool changes of task_pool.hpp.
-// - The producer then still loaded tail_ on every push to learn its own position (14% of its
-//   samples, a miss each time a worker had polled the count since). The pushers now keep that
-//   count on their own line and only store tail_. In a same-process A/B of
-//   `spindle-bench executor --only spawn` (posting 1,000,000 tasks, medians of 9, the VM's fast
-//   mode): 33.6, 23.9, 35.4 M tasks/s against 17.6, 15.2, 28.5 with the load (oneTBB's
-//   task_group 4.4-4.5), and 36.8, 31.7, 36.2 against 28.3, 15.6, 18.9 with the two rows in
-//   the other order.
+// Why blocks and a lock per end: a batch pop copies consecutive pointers instead of walking a
+// link per task (each link just written on another core, under the lock the producer needs);
+// the producer's lock, block pointer and own count sit on lines no worker touches, so the only
+// lines both sides share are the slots and the published tail count, which workers poll on
+// every find-task pass (measurements: docs/performance.md, Executor).
 //
 // Counts: `tail_` (tasks ever pushed) is stored by the pusher holding push_.mu after it wrote
 // the slot (release); `pop_.head` (tasks ever taken) by the popper holding pop_.mu. A popper reads
@@ -44,7 +28,7 @@
 //   pop_.mu   guards pop_.head_block (and the stores to pop_.head).
 //   tail_     tasks pushed; release store by the pusher, acquire loads by poppers, relaxed
 //             loads as a hint (looks_empty) ordered by the parking protocol's seq_cst fences
-//             in executor_core.hpp ((N1)/(P1)).
+//             in scheduler.hpp ((N1)/(P1)).
 //   pop_.head tasks taken; stores by the popper under pop_.mu, loads by looks_empty (a hint).
 //   spare_    one free block; exchanges by poppers (give) and the pusher (take).
 //   INVARIANT (whenever both locks are free): head <= tail_; the queued tasks are tasks
@@ -65,7 +49,7 @@
 #include <cstdint>
 #include <mutex>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// The injection queue with blocks of `BlockSize` task pointers (`injector` below; the model
 /// tests use tiny blocks so that a few tasks cross block boundaries).
@@ -143,7 +127,7 @@ class basic_injector {
   /// True when the queue looked empty at some recent moment; a hint, see the file comment.
   [[nodiscard]] auto looks_empty() const noexcept -> bool {
     // relaxed (both): a hint; the parking protocol orders the load of tail_ with a seq_cst
-    // fence ((P1) in executor_core.hpp, pairing with (N1) after the push). A stale head only
+    // fence ((P1) in scheduler.hpp, pairing with (N1) after the push). A stale head only
     // makes the queue look non-empty, which costs a search, never a task.
     return pop_.value.head.load(std::memory_order_relaxed) ==
            tail_.value.load(std::memory_order_relaxed);
@@ -249,4 +233,4 @@ class basic_injector {
 /// 126 pointers and a link: a block is 1 KiB.
 using injector = basic_injector<126>;
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

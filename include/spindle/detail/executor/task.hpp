@@ -28,6 +28,7 @@
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/task_pool.hpp>
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/task_traits.hpp>
 
 #include <concepts>
@@ -39,7 +40,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// Throws std::invalid_argument if `f` is a null pointer to function or to member: calling
 /// one would crash a worker, far from the call that passed it (spawn, post, join,
@@ -197,4 +198,4 @@ class stack_job final : public task {
   Fn* fn_;
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

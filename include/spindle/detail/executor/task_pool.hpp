@@ -2,9 +2,9 @@
 // Fixed-size nodes for the executor's heap task records (spawn, post, task_group::spawn),
 // recycled through a per-thread cache that frees return to.
 //
-// Why: one outside thread posting 1,000,000 empty tasks to 2 workers spent a third to nearly half
-// of its samples in malloc and free (perf record, Release): every node is allocated by the producer
-// and freed by a worker, so the general-purpose allocator moved each chunk between threads.
+// Why: every node is allocated by the producer and freed by a worker, so the general-purpose
+// allocator moved each chunk between threads, and malloc and free dominated the producer's
+// profile (measurements: docs/performance.md, Executor).
 // Here each thread allocates from its own heap; a node freed by its allocating thread goes
 // back to that heap's local list, a node freed by any other thread joins that thread's batch
 // for the heap (`remote_batch`, thread_local), which is pushed onto the allocating heap's
@@ -20,8 +20,6 @@
 // operator delete, so memory held by the pool stays bounded by the limit per thread that
 // spawns. Taking the remote stack is one exchange: its nodes become the local list as they
 // are, with no walk (a walk would cost a cache miss per node, each freed on another core).
-// Prefetching the node after the one an allocation takes (its `next` is the load the next
-// allocation waits for) did not measurably help: within +-7% either way, in interleaved runs.
 //
 // Lifetime: a heap lives as long as its thread and as long as any node it handed out. When
 // its thread exits, `abandon()` swaps `remote_` to the `abandoned` mark and frees the nodes
@@ -45,6 +43,7 @@
 //   pending_remote, remote_batch_gone  thread_local: the freeing thread only.
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -52,7 +51,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// Largest task record the pool serves. A node (16-byte header and payload) of 112 bytes
 /// keeps the fallback path of glibc's malloc, for nodes beyond pool_limit, in its fast bins.
@@ -268,8 +267,8 @@ struct remote_batch_guard {
 /// batch, which goes back to its heap in one CAS once it holds remote_batch_size nodes, when
 /// a node of another heap comes, or when the thread exits. Why: a worker running an outside
 /// thread's tasks returned every node with its own CAS on the heap's stack, which the other
-/// workers and the owner's collect() also touched: a contended cache line per task (perf
-/// annotate of posted_task's run, one producer and 2 workers). A batch keeps at most
+/// workers and the owner's collect() also touched: a contended cache line per task
+/// (measurements: docs/performance.md, Executor). A batch keeps at most
 /// remote_batch_size - 1 nodes away from their heap per freeing thread, for as long as that
 /// thread frees nothing else.
 inline void free_to_batch(pool_heap* h, pool_node* n) noexcept {
@@ -385,4 +384,4 @@ class node_ptr {
   T* p_;
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

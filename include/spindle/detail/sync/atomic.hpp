@@ -51,7 +51,7 @@
 #include <immintrin.h>
 #endif
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -217,4 +217,4 @@ inline void note_write(void const* /*addr*/, std::size_t /*size*/) noexcept {}
 
 #endif
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

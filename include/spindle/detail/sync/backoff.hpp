@@ -10,10 +10,11 @@
 // Thread safety: a backoff is a local variable of one thread; it shares nothing.
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <cstdint>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class backoff {
  public:
@@ -58,4 +59,4 @@ class backoff {
   std::uint32_t step_ = 0;
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

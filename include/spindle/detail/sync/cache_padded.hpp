@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 // 128 on x86-64 (the adjacent-line prefetcher pulls line pairs) and arm64 (128-byte lines on
 // Apple cores). Not std::hardware_destructive_interference_size: its value follows -mtune, so
@@ -32,4 +32,4 @@ struct alignas(cache_line) cache_padded {
 static_assert(sizeof(cache_padded<char>) == cache_line);
 static_assert(alignof(cache_padded<char>) == cache_line);
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -2,7 +2,8 @@
 // Build switches and architecture detection, in one place.
 //
 // SPINDLE_ENABLE_ASSERTS  turns SPINDLE_ASSERT into a checked abort (tests define it).
-// SPINDLE_MODEL_CHECK     replaces the atomic alias with the model checker's (tests/model).
+// SPINDLE_MODEL_CHECK     replaces the atomic alias with the model checker's (tests/model)
+//                         and moves every name into another inline namespace (below).
 // SPINDLE_TSAN            set here when compiling under ThreadSanitizer.
 
 #include <cstdio>
@@ -22,7 +23,22 @@
 #define SPINDLE_ARCH_ARM 1
 #endif
 
-namespace spindle::detail {
+// The inline namespace that holds every name the library declares: spindle::sender<T> is
+// spindle::abi_v1::sender<T>, spelled spindle::sender<T> in code. A SPINDLE_MODEL_CHECK build
+// gives every structure another layout and other code (the model checker's atomics), so it gets
+// another namespace, abi_v1_model: a translation unit built with the switch and one built
+// without it can be linked into one program without two definitions of, say,
+// sender<int>::send() under one mangled name, where the linker would keep one and silently run
+// it in both (an ODR violation no tool reports). Every header opens
+// `namespace spindle::inline SPINDLE_ABI_NAMESPACE` (tests/abi checks it). The model checker's
+// own namespace, spindle::model, is the same in every build and stays outside.
+#if defined(SPINDLE_MODEL_CHECK)
+#define SPINDLE_ABI_NAMESPACE abi_v1_model
+#else
+#define SPINDLE_ABI_NAMESPACE abi_v1
+#endif
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 [[noreturn]] inline void assert_failed(char const* expr, char const* file, int line,
                                        char const* msg) noexcept {
@@ -38,7 +54,7 @@ namespace spindle::detail {
   std::abort();
 }
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
 
 /// Checks a precondition or invariant in builds with SPINDLE_ENABLE_ASSERTS; aborts with a
 /// message when it fails. Never an optimiser assumption: in other builds the expression is not

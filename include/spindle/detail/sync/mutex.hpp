@@ -15,10 +15,11 @@
 // std::unique_lock work with it.
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <cstdint>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class mutex {
  public:
@@ -65,4 +66,4 @@ class mutex {
   atomic<std::uint32_t> state_{unlocked};
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

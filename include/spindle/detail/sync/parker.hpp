@@ -20,11 +20,12 @@
 // Progress: park blocks; unpark is wait-free (one exchange and at most one syscall).
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 
 #include <chrono>
 #include <cstdint>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class parker {
  public:
@@ -102,4 +103,4 @@ class parker {
   atomic<std::uint32_t> state_{empty};
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

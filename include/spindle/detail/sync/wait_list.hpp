@@ -24,7 +24,7 @@
 // entry it selects from the queue itself, and wakes it outside the lock.
 //
 // The blocking protocol a structure follows (the channels' `park_on` in
-// `detail/channel/channel_core.hpp`):
+// `detail/channel/park.hpp`):
 //   1. try the operation, then keep trying for a bounded budget (the channels' `wait_budget`:
 //      polls, then yields);
 //   2. `push` an entry (publishes "someone waits" with a seq_cst store of `is_empty`);
@@ -44,6 +44,7 @@
 // Progress: push/remove/notify take a short lock; `notify_one` on an empty list is wait-free.
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/parker.hpp>
 
@@ -51,7 +52,7 @@
 #include <mutex>
 #include <optional>
 
-namespace spindle::detail {
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// One blocked party: a thread parked on its own parker, or (for coroutines) a callback that
 /// resumes it.
@@ -335,4 +336,4 @@ class wait_list {
   atomic<bool> is_empty_{true};
 };
 
-}  // namespace spindle::detail
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

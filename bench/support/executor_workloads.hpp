@@ -1,10 +1,10 @@
 #pragma once
-// The executor workloads shared by `spindle-bench executor` (scenarios_executor.cpp), the
-// Google Benchmark file bench/executor_bench.cpp and tests/executor_test.cpp: fib(n) forking at
-// every call with each fork-join API (spindle join, join with a serial cutoff, task_group,
-// oneTBB task_group, OpenMP tasks) and the process CPU clock the idle scenarios read.
-// The peers' versions exist only when cmake/spindle_peers.cmake found them
-// (SPINDLE_HAVE_TBB, SPINDLE_HAVE_OPENMP).
+// The executor workloads shared by `spindle-bench executor` (tools/spindle-bench) and the
+// Google Benchmark file bench/executor_bench.cpp: fib(n) forking at every call with each
+// fork-join API (spindle join, join with a serial cutoff, task_group, oneTBB task_group, OpenMP
+// tasks) and the process CPU clock the idle scenarios read. fib_join and fib_serial are the
+// ones tests/executor_test.cpp checks (tests/support/fib.hpp). The peers' versions exist only
+// when cmake/spindle_peers.cmake found them (SPINDLE_HAVE_TBB, SPINDLE_HAVE_OPENMP).
 
 #include <spindle/executor.hpp>
 #include <spindle/task_group.hpp>
@@ -13,25 +13,13 @@
 
 #include <cstdint>
 
-#if defined(SPINDLE_HAVE_TBB)
-#include <oneapi/tbb/task_group.h>
-#endif
+#include "bench/support/peers.hpp"
+#include "tests/support/fib.hpp"
 
 namespace spindle_bench {
 
-inline auto fib_serial(int n) -> std::uint64_t {
-  return n < 2 ? static_cast<std::uint64_t>(n) : fib_serial(n - 1) + fib_serial(n - 2);
-}
-
-/// Forks with spindle::join at every call (no allocation).
-inline auto fib_join(spindle::executor& ex, int n) -> std::uint64_t {
-  if (n < 2) {
-    return static_cast<std::uint64_t>(n);
-  }
-  auto [a, b] = spindle::join(
-      ex, [&] { return fib_join(ex, n - 1); }, [&] { return fib_join(ex, n - 2); });
-  return a + b;
-}
+using spindle_test::fib_join;
+using spindle_test::fib_serial;
 
 /// As fib_join, serial below n = 20.
 inline auto fib_join_cutoff(spindle::executor& ex, int n) -> std::uint64_t {

@@ -1,0 +1,452 @@
+#pragma once
+// The executor's scheduler: the queues a task waits in (each worker's deque, the guest slots'
+// deques, the injector) and the loop by which a worker finds, steals and runs tasks, parks, and
+// decides that the executor has terminated. executor_core (executor_core.hpp) builds on it
+// with the threads, the guest slots' entry and exit, waiting, error reporting and shutdown.
+//
+// Scheduling (crossbeam-deque's find-task loop, crossbeam-deque/src/lib.rs; tokio's
+// multi_thread scheduler, tokio/src/runtime/scheduler/multi_thread/worker.rs):
+// - Each worker owns a Chase-Lev `deque_owner<task*>` (LIFO). Tasks a worker submits go to its own
+//   deque; tasks from other threads go to the injector (detail/executor/injector.hpp).
+// - find_task: every 61st tick the injector first (tokio/Go's fairness interval, so local
+//   spawning cannot starve outside submissions), then the own deque, then the injector (a
+//   batch: len / workers + 1, at most 32), then steal_batch_and_pop from victims in a random
+//   rotation, repeated while a steal says `retry`.
+// - Searching and parking follow tokio's idle protocol with an explicit Dekker pairing; see
+//   detail/executor/idle_set.hpp for the argument and its tags (N1), (P1), and (M1) for a batch
+//   that a worker moves into its own deque (from the injector, or stolen from a victim's deque).
+// - Help-first waiting: a worker that waits for a completion (join, join_handle::join,
+//   task_group::wait) runs other tasks meanwhile and parks only when nothing is runnable.
+//
+// Termination: once shutdown() (executor_core.hpp) has closed the injector and set
+// `stopping_`, workers keep running tasks, including tasks those tasks spawn. A worker that
+// finds nothing and sees every worker idle at top level (not inside a task), no guest in a slot
+// and every queue empty declares `terminated_`, and all workers exit (try_terminate()). No
+// accepted task is dropped: each sits in a queue or is running, and either keeps some worker
+// out of the idle state.
+//
+// Synchronization:
+//   stopping_    set once by shutdown() (seq_cst) after closing the injector; read by idle
+//                workers. Once a worker sees it, no outside push can follow (the injector's
+//                push lock orders every successful push before the close).
+//   idle_top_    workers at top level between their decision to park and their wake.
+//   terminated_  set once by the last idle worker; read by workers.
+//   started_     worker threads running; set before they start (or lowered before shutdown
+//                when a thread failed to start).
+//   guests_      guests in their slots; seq_cst RMWs (G1)/(G2) in executor_core.hpp, read by
+//                try_terminate().
+//   worker_ctx   see worker_ctx.hpp.
+
+#include <spindle/deque.hpp>
+#include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/executor/idle_set.hpp>
+#include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/executor/worker_ctx.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/backoff.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/parker.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// Checks the injector first every this many tasks (tokio and Go use 61).
+inline constexpr std::uint32_t injector_interval = 61;
+/// Most tasks a worker moves from the injector at once.
+inline constexpr std::size_t injector_batch = 32;
+/// Extra yields (each followed by a look at every queue) that a top-level worker spends after
+/// its backoff before it parks, once per stretch of idleness. With one outside producer and
+/// workers that empty the injector faster than it fills, workers otherwise parked between
+/// bursts and the producer paid a futex wake (a system call) every few tasks; a yield costs
+/// about a microsecond when nothing else wants the core, and gives the core away when
+/// something does. Zero under the model checker, whose schedules would only grow.
+#if defined(SPINDLE_MODEL_CHECK)
+inline constexpr std::uint32_t linger_yields = 0;
+#else
+inline constexpr std::uint32_t linger_yields = 64;
+#endif
+/// Slots in which threads that are not workers take part in the work they wait for (see
+/// "Guests" in executor_core.hpp).
+inline constexpr std::size_t guest_slots = 2;
+
+/// The queues and the worker loop of one executor. Not used alone: executor_core derives from
+/// it and owns the threads that run the loop; the fields are protected for it.
+class scheduler {
+ public:
+  scheduler(scheduler const&) = delete;
+  auto operator=(scheduler const&) -> scheduler& = delete;
+
+  [[nodiscard]] auto worker_count() const noexcept -> std::size_t { return workers_; }
+
+  /// The calling thread's context if it is a worker of this executor or a guest in one of its
+  /// slots (see enter_guest()).
+  [[nodiscard]] auto local() const noexcept -> worker_ctx* {
+    worker_ctx* const w = current_worker;
+    return w != nullptr && w->core == this ? w : nullptr;
+  }
+
+  /// The calling thread's context if it is one of this executor's worker threads.
+  [[nodiscard]] auto own_worker() const noexcept -> worker_ctx* {
+    worker_ctx* const w = local();
+    return w != nullptr && !w->guest ? w : nullptr;
+  }
+
+  /// The parker `w` sleeps on (a completion's fixed waiter for jobs `w` waits for).
+  [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& {
+    return w.guest ? w.guest_parker : idle_.parker_of(w.index);
+  }
+
+  /// Queues `t`. On a worker (or guest) of this executor: its own deque. Elsewhere: the
+  /// injector.
+  /// Throws: std::logic_error after shutdown (t is untouched); std::bad_alloc.
+  void submit(task* t) {
+    if (worker_ctx* const w = local()) {
+      w->deque.push(t);
+      // (N1): a task that outlives its spawner's attention (the spawner may block on
+      // something else) must not sit in a deque while every other worker sleeps; pairs with
+      // the fence after (P1) in park(). Only join skips this, see push_local().
+      fence_seq_cst();
+      if (idle_.should_wake()) {
+        idle_.wake_one();
+      }
+    } else {
+      submit_outside(t);
+    }
+  }
+
+  /// join's push: onto the calling worker's own deque, waking a sleeper if nobody searches.
+  void push_local(worker_ctx& w, task* t) {
+    w.deque.push(t);
+    // No (N1) fence here: join's owner pops the job back itself unless a thief took it, so a
+    // missed wake costs parallelism, never progress (rayon makes the same trade for its
+    // local jobs). A fence per fork would cost about as much as the rest of the fork.
+    if (idle_.should_wake()) [[unlikely]] {
+      idle_.wake_one();
+    }
+  }
+
+  /// Runs a task popped by the calling worker.
+  void run(worker_ctx& w, task* t) noexcept {
+    worker_counters::bump(w.counters.value.tasks_run);
+    t->run(t);
+  }
+
+ protected:
+  /// Builds the contexts and deques of `workers` workers and of the guest slots; starts no
+  /// thread.
+  /// Throws: std::invalid_argument if workers == 0; std::bad_alloc.
+  explicit scheduler(std::size_t workers) : idle_(check_count(workers)), workers_(workers) {
+    ctxs_.reserve(workers + guest_slots);
+    stealers_.reserve(workers + guest_slots);
+    for (std::size_t i = 0; i < workers + guest_slots; ++i) {
+      ctxs_.push_back(std::make_unique<worker_ctx>(this, i, i >= workers));
+      stealers_.push_back(ctxs_.back()->deque.stealer());
+    }
+  }
+  ~scheduler() = default;
+
+  static auto check_count(std::size_t workers) -> std::size_t {
+    if (workers == 0) {
+      throw std::invalid_argument("spindle::executor needs at least one worker");
+    }
+    return workers;
+  }
+
+  void submit_outside(task* t) {
+    if (!injector_.push(t)) {
+      throw std::logic_error("spindle::executor: spawn or post after shutdown");
+    }
+    // (N1): the push is published before we look for sleepers; pairs with the fence after
+    // (P1) in next_task(): either we see the sleeper or its re-check sees the task.
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
+  }
+
+  auto next_random(worker_ctx& w) noexcept -> std::uint32_t {
+    // xorshift32: victim rotation only.
+    w.rng ^= w.rng << 13U;
+    w.rng ^= w.rng >> 17U;
+    w.rng ^= w.rng << 5U;
+    return w.rng;
+  }
+
+  /// A batch from the injector: returns the first task and pushes the others into w's deque,
+  /// then announces them (announce_moved()) if any are left there.
+  auto from_injector(worker_ctx& w) noexcept -> task* {
+    bool moved = false;
+    task* const first =
+        injector_.pop_batch(workers_, injector_batch, [&w, &moved](task* t) noexcept {
+          // The deque grows by allocation; if that fails, run the task here instead of losing
+          // it.
+          try {
+            w.deque.push(t);
+            moved = true;
+          } catch (...) {
+            t->run(t);
+          }
+        });
+    if (moved) {
+      announce_moved(w);
+    }
+    return first;
+  }
+
+  /// (M1) in detail/executor/idle_set.hpp: tasks a batch moved into w's deque (from the injector or
+  /// from a victim's deque) were invisible to every other worker's (P1) re-check while in transit,
+  /// and the (N1) of whoever queued them may have skipped its wake because of that re-check.
+  /// So the mover announces them again once they are in its deque. A searcher leaves that to
+  /// found_work(): the searching count it drops there with a seq_cst RMW, after the batch was
+  /// published, plays the part of the (N1) fence, and the last searcher wakes a sleeper. A
+  /// worker that is not searching runs (N1) itself. Called only when the batch left a task in
+  /// the deque: a batch of one is the task run next, which keeps this worker awake.
+  ///
+  /// tokio makes the same check later: a worker that is not searching and holds more than the
+  /// task it runs next notifies a parked worker (tokio/src/runtime/scheduler/multi_thread/
+  /// worker.rs, Core::should_notify_others, checked in Context::park_timeout, which runs at the
+  /// next maintenance tick). Here a task may block its worker until a task it waits for runs
+  /// (a future set by a task queued after it), so the announcement cannot wait for a tick.
+  void announce_moved(worker_ctx& w) noexcept {
+    if (w.searching) {
+      return;
+    }
+    // (N1) fence: the release store of our deque's bottom that published the batch comes
+    // before our look for sleepers; pairs with the fence after (P1) in park(): either we see
+    // the sleeper or its re-check sees the batch in our deque.
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
+  }
+
+  /// Up to four rounds over every other deque (workers' and guests') from a random start,
+  /// taking with `take(stealer)`; stops early when no victim said `retry`.
+  template <class Take>
+  auto steal_rounds(worker_ctx& w, Take&& take) noexcept -> task* {
+    std::size_t const n = stealers_.size();
+    for (int round = 0; round < 4; ++round) {
+      bool retry = false;
+      std::size_t const start = next_random(w) % n;
+      for (std::size_t k = 0; k < n; ++k) {
+        std::size_t const v = (start + k) % n;
+        if (v == w.index) {
+          continue;
+        }
+        auto r = take(stealers_[v]);
+        if (r.is_success()) {
+          return *r.value;
+        }
+        retry = retry || r.is_retry();
+      }
+      if (!retry) {
+        return nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  /// A worker's steal: about half of a victim's deque into its own, and the first one to run.
+  /// Only a searcher steals, so found_work() announces what the batch left in w's deque
+  /// ((M1) in detail/executor/idle_set.hpp, announce_moved()).
+  auto steal(worker_ctx& w) noexcept -> task* {
+    SPINDLE_ASSERT(w.searching, "a worker stole a batch without searching");
+    auto& counters = w.counters.value;
+    task* const t = steal_rounds(w, [&](spindle::stealer<task*>& victim) {
+      worker_counters::bump(counters.steal_attempts);
+      return victim.steal_batch_and_pop(w.deque);
+    });
+    if (t != nullptr) {
+      worker_counters::bump(counters.tasks_stolen);
+    }
+    return t;
+  }
+
+  /// One pass over every place a task can be.
+  auto find_task(worker_ctx& w) noexcept -> task* {
+    if (++w.tick % injector_interval == 0) {
+      if (task* t = from_injector(w)) {
+        return t;
+      }
+    }
+    if (auto t = w.deque.pop()) {
+      return *t;
+    }
+    if (task* t = from_injector(w)) {
+      return t;
+    }
+    if (!w.searching) {
+      if (w.force_search) {
+        w.force_search = false;
+        w.searching = idle_.force_begin_search();
+      } else {
+        w.searching = idle_.try_begin_search();
+      }
+      if (!w.searching) {
+        return nullptr;
+      }
+    }
+    return steal(w);
+  }
+
+  /// Called when a searcher found work: the last searcher wakes the next sleeper. This also
+  /// announces whatever a batch the searcher took left in its deque: (M1) in
+  /// detail/executor/idle_set.hpp.
+  void found_work(worker_ctx& w) noexcept {
+    if (w.searching) {
+      w.searching = false;
+      if (idle_.end_search() && idle_.should_wake()) {
+        idle_.wake_one();
+      }
+    }
+  }
+
+  /// Whether any queue holds a task; run after a (P1) fence.
+  [[nodiscard]] auto work_visible() const noexcept -> bool {
+    if (!injector_.looks_empty()) {
+      return true;
+    }
+    for (auto const& s : stealers_) {
+      if (!s.empty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// The next task for worker `w`, or nullptr when `until` is set (helping wait) or, at top
+  /// level (`until == nullptr`), when the executor has terminated.
+  auto next_task(worker_ctx& w, completion* until) noexcept -> task* {
+    backoff spin;
+    std::uint32_t lingered = 0;
+    for (;;) {
+      if (until != nullptr && until->is_set()) {
+        // Back to the waiting task: a searcher must not stay counted while it runs it, or
+        // notifiers would skip waking sleepers for as long as that task takes.
+        found_work(w);
+        return nullptr;
+      }
+      if (task* t = find_task(w)) {
+        found_work(w);
+        return t;
+      }
+      if (!spin.is_completed()) {
+        spin.snooze();
+        continue;
+      }
+      if (until == nullptr && lingered < linger_yields) {
+        // A worker that just ran a task keeps looking a little longer before it parks: see
+        // linger_yields.
+        ++lingered;
+        thread_yield();
+        continue;
+      }
+      if (until == nullptr) {
+        // acquire: pairs with the release store of terminated_ in try_terminate().
+        if (terminated_.load(std::memory_order_acquire)) {
+          return nullptr;
+        }
+      } else if (!until->arm(&idle_.parker_of(w.index))) {
+        found_work(w);
+        return nullptr;
+      }
+      if (park(w, until)) {
+        return nullptr;
+      }
+      spin.reset();
+    }
+  }
+
+  /// Parks worker `w` unless work turns up. Returns true when the worker must exit.
+  auto park(worker_ctx& w, completion* until) noexcept -> bool {
+    bool const top = until == nullptr;
+    if (top) {
+      // seq_cst: ordered with the quiescence check's load in try_terminate().
+      idle_top_.value.fetch_add(1, std::memory_order_seq_cst);
+    }
+    idle_.prepare_park(w.index, w.searching);
+    w.searching = false;
+    // (P1) fence: our registration as a sleeper is visible before we re-check the queues;
+    // pairs with the notifier's fence (N1) in submit_outside() (see detail/executor/idle_set.hpp).
+    fence_seq_cst();
+    bool exit = false;
+    bool const work = work_visible();
+    // acquire: pairs with the release store in try_terminate(); a worker that registers after
+    // the terminating worker's wake_all() would otherwise sleep for ever.
+    if (top && terminated_.load(std::memory_order_acquire)) {
+      w.searching = idle_.cancel_park(w.index);
+      exit = true;
+    } else if (work || (until != nullptr && until->is_set())) {
+      w.force_search = work;
+      w.searching = idle_.cancel_park(w.index);
+    } else if (top && try_terminate()) {
+      w.searching = idle_.cancel_park(w.index);
+      exit = true;
+    } else {
+      worker_counters::bump(w.counters.value.times_parked);
+      idle_.park(w.index);
+      w.searching = idle_.cancel_park(w.index);
+      // acquire: pairs with the release store in try_terminate().
+      exit = top && terminated_.load(std::memory_order_acquire);
+    }
+    if (top) {
+      // seq_cst: as the increment above.
+      idle_top_.value.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    if (w.searching && !exit) {
+      // We came back as a searcher; searching stops in found_work() or the next park().
+      return false;
+    }
+    return exit;
+  }
+
+  /// Called by an idle top-level worker after (P1) found no work. Declares termination when
+  /// shutdown has begun and nothing can produce work any more.
+  auto try_terminate() noexcept -> bool {
+    // seq_cst: pairs with the store in shutdown(), which follows the injector's close: every
+    // accepted outside push is then visible to work_visible() below.
+    if (!stopping_.load(std::memory_order_seq_cst)) {
+      return false;
+    }
+    // seq_cst: every worker is at top level (none is running a task, so none can spawn).
+    if (idle_top_.value.load(std::memory_order_seq_cst) !=
+        started_.load(std::memory_order_seq_cst)) {
+      return false;
+    }
+    // seq_cst: (G1)/(G2) in enter_guest()/release_guest(): no guest is running a root task
+    // (it could still push a join's job, or submit, into its deque).
+    if (guests_.value.load(std::memory_order_seq_cst) != 0) {
+      return false;
+    }
+    if (work_visible()) {
+      return false;
+    }
+    // release: pairs with the acquire loads in next_task() and park().
+    terminated_.store(true, std::memory_order_release);
+    idle_.wake_all();
+    return true;
+  }
+
+  idle_set idle_;
+  std::size_t workers_;
+  injector injector_;
+  std::vector<std::unique_ptr<worker_ctx>> ctxs_;
+  std::vector<spindle::stealer<task*>> stealers_;
+
+  // INVARIANT: the number of worker threads that run (all of them unless a start failed).
+  atomic<std::size_t> started_{0};
+  atomic<bool> stopping_{false};
+  atomic<bool> terminated_{false};
+  cache_padded<atomic<std::size_t>> idle_top_{};
+  // INVARIANT: the number of claimed guest slots whose owner has not left.
+  cache_padded<atomic<std::size_t>> guests_{};
+};
+
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -1,0 +1,66 @@
+#pragma once
+// What one worker thread of an executor owns: its deque, its victim rotation, its searching
+// state and its statistics. A guest slot (see executor_core.hpp) has the same record, lent to
+// a thread that is not a worker while it takes part in the work it waits for.
+//
+// Synchronization:
+//   deque          the owner side is used by the worker (or the guest holding the slot) only;
+//                  the stealer side by every other worker (detail/deque/deque_state.hpp).
+//   tick, rng, searching, force_search, previous  the owning thread only.
+//   counters       written by the owner (relaxed), read by executor_core::stats() (relaxed).
+//   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
+//                  back (hands the slot's deque and parker from one guest to the next).
+
+#include <spindle/deque.hpp>
+#include <spindle/detail/executor/task.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/parker.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+class scheduler;
+
+/// Per-worker statistics behind executor::stats().
+struct worker_counters {
+  atomic<std::uint64_t> tasks_run{0};
+  atomic<std::uint64_t> tasks_stolen{0};
+  atomic<std::uint64_t> steal_attempts{0};
+  atomic<std::uint64_t> times_parked{0};
+
+  // relaxed: a statistic written only by the owning worker.
+  static void bump(atomic<std::uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+};
+
+/// What a worker thread owns, or what a guest borrows while it takes part in its own root task.
+struct worker_ctx {
+  worker_ctx(scheduler* c, std::size_t i, bool is_guest)
+      : core(c), index(i), rng(0x9e3779b9U * (i + 1)), guest(is_guest) {}
+
+  scheduler* core;  // the executor_core (a scheduler) this context belongs to
+  std::size_t index;
+  spindle::deque_owner<task*> deque{deque_order::lifo};
+  std::uint32_t tick = 0;
+  std::uint32_t rng;
+  bool searching = false;
+  bool force_search = false;
+  bool guest;
+  // Guests only: the calling thread's current_worker before it entered the slot.
+  worker_ctx* previous = nullptr;
+  cache_padded<worker_counters> counters;
+  // Guests only. INVARIANT: true while an outside thread owns the slot; the owner alone uses
+  // the deque's owner side and guest_parker (workers sleep on the idle set's parkers).
+  atomic<bool> claimed{false};
+  parker guest_parker;
+};
+
+/// The worker the calling thread is, or nullptr outside any executor's workers.
+inline thread_local worker_ctx* current_worker = nullptr;
+
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
