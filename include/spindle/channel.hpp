@@ -46,7 +46,7 @@
 // Timeouts: the _for and _until calls saturate instead of overflowing. A deadline already passed
 // (time_point::min(), a timeout <= 0) or NaN makes one try; one beyond steady_clock's range
 // (time_point::max() on any clock, duration::max(), +inf) never expires
-// (detail/channel/deadline.hpp).
+// (detail/sync/deadline.hpp).
 //
 // Iteration: `for (auto v : rx)` and the standard range adaptors. The iterator receives only
 // when it is compared with the end or dereferenced, so take(n) and views::counted never receive
@@ -64,10 +64,10 @@
 
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/channel_state.hpp>
-#include <spindle/detail/channel/deadline.hpp>
 #include <spindle/detail/channel/state_ref.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/deadline.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -31,6 +31,7 @@
 // When not to use it: for values that are not a pointer or an index (see `stealable`), for
 // many producers (use a channel), or when strict FIFO across threads matters.
 
+#include <spindle/deque_result.hpp>
 #include <spindle/detail/deque/deque_state.hpp>
 #include <spindle/detail/sync/config.hpp>
 
@@ -43,59 +44,8 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
-namespace detail {
-
-/// The requirement behind `stealable`, spelled as its own advice so compilers print it.
-template <class T>
-concept trivially_copyable_and_at_most_8_bytes_store_a_pointer_or_an_index_instead =
-    std::is_trivially_copyable_v<T> && sizeof(T) <= 8 && std::has_single_bit(sizeof(T));
-
-}  // namespace detail
-
-/// A type a work-stealing deque can hold. A thief reads a slot speculatively, before its CAS
-/// on `top` decides whether the read counts, while the owner may be writing the same slot a
-/// lap later. That read is race-free only as an atomic load, so the value must be trivially
-/// copyable and fit a lock-free atomic word: at most 8 bytes (a power-of-two size). To move
-/// anything larger, store a pointer or an index to it.
-template <class T>
-concept stealable =
-    detail::trivially_copyable_and_at_most_8_bytes_store_a_pointer_or_an_index_instead<T>;
-
-/// The order in which the owner's `pop` takes items: the newest (lifo, the default, best for
-/// cache locality in fork-join) or the oldest (fifo, fairer). Thieves always take the oldest.
-enum class deque_order : std::uint8_t { lifo, fifo };
-
-/// Outcome of a steal: got an item; the deque was empty; or lost a race with another taker
-/// (try again, possibly another victim first).
-enum class steal_status : std::uint8_t { success, empty, retry };
-
-/// Result of `stealer<T>::steal`: a status and, exactly when it is `success`, the item.
-template <class T>
-struct [[nodiscard]] steal_result {
-  steal_status status;
-  std::optional<T> value;  // engaged iff status == success
-
-  explicit operator bool() const noexcept { return status == steal_status::success; }
-  [[nodiscard]] auto is_success() const noexcept -> bool { return status == steal_status::success; }
-  [[nodiscard]] auto is_empty() const noexcept -> bool { return status == steal_status::empty; }
-  [[nodiscard]] auto is_retry() const noexcept -> bool { return status == steal_status::retry; }
-};
-
 template <stealable T>
 class stealer;
-
-namespace detail {
-
-/// The public form of what the algorithm reports for a take from the top.
-template <class T>
-auto to_steal_result(take_result<T> r) noexcept -> steal_result<T> {
-  if (r.value) {
-    return {steal_status::success, r.value};
-  }
-  return {r.lost_race ? steal_status::retry : steal_status::empty, std::nullopt};
-}
-
-}  // namespace detail
 
 /// The owner's handle of a work-stealing deque: push and pop, and hand out stealers.
 /// Movable, not copyable. A moved-from deque_owner may only be destroyed or assigned to; any other
@@ -218,7 +168,7 @@ class stealer {
   /// Preconditions: `*this` is not moved-from.
   auto steal() noexcept -> steal_result<T> {
     check();
-    return detail::to_steal_result(state_->steal());
+    return state_->steal();
   }
 
   /// Takes about half of the items (at most 33), returns the oldest and pushes the others,
@@ -233,7 +183,7 @@ class stealer {
   auto steal_batch_and_pop(deque_owner<T>& dest) -> steal_result<T> {
     check();
     dest.check();
-    return detail::to_steal_result(state_->steal_batch_and_pop(*dest.state_));
+    return state_->steal_batch_and_pop(*dest.state_);
   }
 
   /// Approximate number of queued items (see deque_owner::size).

@@ -4,6 +4,7 @@
 #include <spindle/channel.hpp>
 #include <spindle/channel_result.hpp>
 #include <spindle/deque.hpp>
+#include <spindle/deque_result.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>

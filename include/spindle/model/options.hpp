@@ -10,6 +10,7 @@
 // et al., ASPLOS 2010; bounded preemption: Musuvathi & Qadeer, PLDI 2007) are described in
 // scheduler.hpp and strategies.hpp.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,21 +26,11 @@ enum class strategy : std::uint8_t { random, pct, dfs, replay, bytes };
 enum class failure_kind : std::uint8_t { none, assertion, data_race, deadlock, livelock, misuse };
 
 inline auto to_string(failure_kind k) noexcept -> char const* {
-  switch (k) {
-    case failure_kind::none:
-      return "none";
-    case failure_kind::assertion:
-      return "assertion failed";
-    case failure_kind::data_race:
-      return "data race";
-    case failure_kind::deadlock:
-      return "deadlock";
-    case failure_kind::livelock:
-      return "livelock";
-    case failure_kind::misuse:
-      return "misuse";
-  }
-  return "?";
+  // In the order of the enumerators.
+  constexpr std::array<char const*, 6> names{"none",     "assertion failed", "data race",
+                                             "deadlock", "livelock",         "misuse"};
+  auto const i = static_cast<std::size_t>(k);
+  return i < names.size() ? names[i] : "?";
 }
 
 struct options {

@@ -65,21 +65,11 @@ inline auto is_release(std::memory_order o) noexcept -> bool {
 }
 /// Order as data: the name of order `o`, printed in a failure's event trace.
 inline auto order_name(std::memory_order o) noexcept -> char const* {
-  switch (o) {
-    case std::memory_order_relaxed:  // order as data: named in the trace
-      return "relaxed";
-    case std::memory_order_consume:  // order as data: named in the trace
-      return "consume";
-    case std::memory_order_acquire:  // order as data: named in the trace
-      return "acquire";
-    case std::memory_order_release:  // order as data: named in the trace
-      return "release";
-    case std::memory_order_acq_rel:  // order as data: named in the trace
-      return "acq_rel";
-    case std::memory_order_seq_cst:  // order as data: named in the trace
-      return "seq_cst";
-  }
-  return "?";
+  // Order as data: indexed in the order [atomics.order] declares the enumerators.
+  constexpr std::array<char const*, 6> names{"relaxed", "consume", "acquire",
+                                             "release", "acq_rel", "seq_cst"};
+  auto const i = static_cast<std::size_t>(o);
+  return i < names.size() ? names[i] : "?";
 }
 
 /// A plain-memory access the race detector remembers.

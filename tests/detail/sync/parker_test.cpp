@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <latch>
 #include <thread>
 #include <vector>
@@ -106,4 +107,34 @@ TEST(Parker, ManyUnparkersWakeTheOwner) {
     t.join();
   }
   EXPECT_EQ(done.load(), threads);
+}
+
+TEST(Parker, ParkForSaturatesExtremeTimeouts) {
+  // A timeout past what steady_clock can hold never expires (it used to overflow into the
+  // past and return at once); a negative or NaN one is already over.
+  parker p;
+  EXPECT_FALSE(p.park_for(std::chrono::nanoseconds::min()));
+  EXPECT_FALSE(p.park_for(std::chrono::duration<double>(std::nan(""))));
+  EXPECT_FALSE(p.park_for(std::chrono::duration<double>(-HUGE_VAL)));
+  for (auto forever : {std::chrono::duration<double>(std::chrono::hours::max()),
+                       std::chrono::duration<double>(HUGE_VAL)}) {
+    std::atomic<bool> woke{false};
+    std::thread waker([&] {
+      std::this_thread::sleep_for(50ms);
+      woke.store(true);
+      p.unpark();
+    });
+    EXPECT_TRUE(p.park_for(forever));
+    EXPECT_TRUE(woke.load());  // it returned for the token, not for a deadline
+    waker.join();
+  }
+  EXPECT_TRUE([&] {
+    std::thread waker([&] {
+      std::this_thread::sleep_for(50ms);
+      p.unpark();
+    });
+    bool const r = p.park_for(std::chrono::hours::max());
+    waker.join();
+    return r;
+  }());
 }

@@ -14,7 +14,10 @@ namespace model = spindle::model;
 
 auto main() -> int {
   auto const r = model::explore(model::random_schedules(1, 20), [] {
-    auto [tx, rx] = spindle::bounded<int>(1);
+    // Named handles, not a structured binding: clang 14 cannot capture a binding in a lambda.
+    auto channel = spindle::bounded<int>(1);
+    auto& tx = channel.first;
+    auto& rx = channel.second;
     model::thread sender([&tx] { model::check(static_cast<bool>(tx.send(42)), "send failed"); });
     auto v = rx.recv();
     model::check(v && *v == 42, "recv did not return the value sent");

@@ -1,7 +1,7 @@
 #pragma once
 // The options of one blocking channel call: what may end it besides success or close (a
 // deadline, a stop request), and whether a blocked receive may poll before it yields.
-// Deadlines are made by detail/channel/deadline.hpp.
+// Deadlines are made by detail/sync/deadline.hpp.
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>

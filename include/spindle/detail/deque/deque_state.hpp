@@ -27,10 +27,10 @@
 //   - FIFO owner pop and batch stealing (crossbeam-deque: src/deque.rs) are additions; their
 //     correctness arguments are at `pop_fifo` and `steal_batch_and_pop` below.
 //
-// The state speaks its own small vocabulary (`take_result`, a `fifo` flag) rather than the
-// public `steal_result` and `deque_order`, so that this header does not include the public
-// header built on it; the handles translate, inline.
+// It reports takes from the top in the public `steal_result` (<spindle/deque_result.hpp>),
+// which the handles return as they are.
 
+#include <spindle/deque_result.hpp>
 #include <spindle/detail/deque/deque_buffer.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/cache_padded.hpp>
@@ -48,15 +48,6 @@
 #include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
-
-/// What one attempt to take the oldest item found: the item; or nothing, because the deque
-/// was empty or because another taker won the race (`lost_race`: the deque may hold more).
-/// The handles report it as a `steal_result` with status success, empty or retry.
-template <class T>
-struct take_result {
-  std::optional<T> value;  // engaged iff the take succeeded
-  bool lost_race = false;  // meaningful only when value is empty
-};
 
 /// Most items `steal_batch_and_pop` moves into the destination (one more is returned).
 inline constexpr std::int64_t deque_max_batch = 32;
@@ -243,10 +234,10 @@ class deque_state {
 
   /// Any thread. Lê et al. steal, with seq_cst loads of top and bottom in place of the
   /// paper's fence between them (argument at `load_top_then_bottom`).
-  auto steal() noexcept -> take_result<T> {
+  auto steal() noexcept -> steal_result<T> {
     auto [t, b] = load_top_then_bottom();
     if (t >= b) {
-      return {};
+      return {steal_status::empty, std::nullopt};
     }
     // acquire: pairs with the release store of the buffer in grow(): its copied slots are
     // visible. Loaded after bottom, so it is at least the buffer position t was written to.
@@ -257,9 +248,9 @@ class deque_state {
     // Failure relaxed: we lost the race and discard the read.
     if (!thief_.value.top.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                                   std::memory_order_relaxed)) {
-      return {std::nullopt, true};
+      return {steal_status::retry, std::nullopt};
     }
-    return {value};
+    return {steal_status::success, value};
   }
 
   /// Any thread, which owns `dest`. See stealer::steal_batch_and_pop for the contract.
@@ -277,13 +268,13 @@ class deque_state {
   /// CAS on the last item (t == bottom-1) orders the owner against a thief. So from a LIFO
   /// deque the batch is stolen one item at a time, each with the full steal protocol (as
   /// crossbeam-deque does: src/deque.rs, steal_batch_with_limit_and_pop).
-  auto steal_batch_and_pop(deque_state& dest) -> take_result<T> {
+  auto steal_batch_and_pop(deque_state& dest) -> steal_result<T> {
     // In every build: the batch would be written back into the deque it is claimed from.
     SPINDLE_CHECK(&dest != this,
                   "steal_batch_and_pop into the deque_owner of the deque it steals from");
     auto [t, b] = load_top_then_bottom();
     if (t >= b) {
-      return {};
+      return {steal_status::empty, std::nullopt};
     }
     // Half of what we saw, rounded up: one to return, at most deque_max_batch into dest.
     auto const claim = std::min((b - t + 1) / 2, deque_max_batch + 1);
@@ -305,7 +296,7 @@ class deque_state {
       // seq_cst: as in steal(); claims [t, t + claim) at once (argument above).
       if (!thief_.value.top.compare_exchange_strong(t, t + claim, std::memory_order_seq_cst,
                                                     std::memory_order_relaxed)) {
-        return {std::nullopt, true};
+        return {steal_status::retry, std::nullopt};
       }
       moved = claim - 1;
     } else {
@@ -326,7 +317,7 @@ class deque_state {
       // release: as push's, publishes the slots just written to dest's thieves.
       into.bottom.store(dest_bottom + moved, std::memory_order_release);
     }
-    return {first};
+    return {steal_status::success, first};
   }
 
  private:

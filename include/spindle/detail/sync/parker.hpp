@@ -21,6 +21,7 @@
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/deadline.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -81,8 +82,9 @@ class parker {
 
   template <class Rep, class Period>
   auto park_for(std::chrono::duration<Rep, Period> timeout) noexcept -> bool {
-    return park_until(std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
+    // Saturating, as every timeout in the library: a huge timeout never expires, a negative or
+    // NaN one is already over (detail/sync/deadline.hpp).
+    return park_until(deadline_after(timeout));
   }
 
   /// Makes the token available and wakes the owner if it sleeps. Callable from any thread.

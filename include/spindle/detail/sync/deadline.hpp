@@ -1,6 +1,7 @@
 #pragma once
-// Deadlines of the blocking channel calls: a timeout or a deadline on any clock, converted once,
-// at the call, to a deadline on steady_clock (the futex's CLOCK_MONOTONIC).
+// Deadlines of every blocking call (the channels' send_for/recv_until, the parker's park_for): a
+// timeout or a deadline on any clock, converted once, at the call, to a deadline on steady_clock
+// (the futex's CLOCK_MONOTONIC). A clock helper of floor 1, below everything that waits.
 //
 // The conversions saturate rather than overflow, so that every value a caller can write means
 // what it says:
