@@ -66,6 +66,8 @@
 #include <spindle/detail/channel/channel_state.hpp>
 #include <spindle/detail/channel/state_ref.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
+#include <spindle/detail/coro/channel_awaiters.hpp>
+#include <spindle/detail/select/cases.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/deadline.hpp>
 
@@ -94,6 +96,15 @@ struct channel_access {
   template <class T>
   static auto make_pair(channel_state<T>* s) noexcept -> std::pair<sender<T>, receiver<T>> {
     return {sender<T>(s, adopt_handle), receiver<T>(s, adopt_handle)};
+  }
+  /// The state behind a handle, for select and the awaitable operations.
+  template <class T>
+  static auto state_of(sender<T> const& tx) noexcept -> channel_state<T>& {
+    return tx.get();
+  }
+  template <class T>
+  static auto state_of(receiver<T> const& rx) noexcept -> channel_state<T>& {
+    return rx.get();
   }
 };
 }  // namespace detail
@@ -140,6 +151,33 @@ class sender {
   template <class Clock, class Duration>
   auto send_until(T value, std::chrono::time_point<Clock, Duration> deadline) -> send_result<T> {
     return send_with(value, {detail::to_steady(deadline), nullptr});
+  }
+
+  /// `co_await tx.async_send(v)`: the coroutine form of send(). While the channel is full (or,
+  /// for a rendezvous, until a receiver takes the value) the coroutine is suspended, holding no
+  /// thread, and it is resumed on its executor (task.hpp) once the value is sent or the channel
+  /// is closed. Returns `sent`, or `closed` with the value handed back. The value lives in the
+  /// awaiter until then. Threads and coroutines mix freely on one channel.
+  /// Throws (from the co_await): std::bad_alloc, as send().
+  [[nodiscard]] auto async_send(T value) -> detail::send_awaiter<T> {
+    return detail::send_awaiter<T>(get(), std::move(value));
+  }
+
+  /// As async_send(), but gives up after `timeout` (`timed_out`, value handed back), with the
+  /// same saturation as send_for(). The deadline is kept by the timer (detail/coro/timer.hpp).
+  template <class Rep, class Period>
+  [[nodiscard]] auto async_send_for(T value, std::chrono::duration<Rep, Period> timeout)
+      -> detail::send_awaiter<T, detail::timeout_case<detail::no_handler>> {
+    return {get(), std::move(value),
+            detail::timeout_case<detail::no_handler>(detail::deadline_after(timeout), {})};
+  }
+
+  /// As async_send(), but gives up at `deadline`, on any clock, as send_until().
+  template <class Clock, class Duration>
+  [[nodiscard]] auto async_send_until(T value, std::chrono::time_point<Clock, Duration> deadline)
+      -> detail::send_awaiter<T, detail::timeout_case<detail::no_handler>> {
+    return {get(), std::move(value),
+            detail::timeout_case<detail::no_handler>(detail::to_steady(deadline), {})};
   }
 
   /// Closes the channel for every handle (see the file comment). Idempotent.
@@ -233,6 +271,39 @@ class receiver {
   template <class Clock, class Duration>
   auto recv_until(std::chrono::time_point<Clock, Duration> deadline) -> recv_result<T> {
     return get().recv({detail::to_steady(deadline), nullptr});
+  }
+
+  /// `co_await rx.async_recv()`: the coroutine form of recv(). While the channel is empty the
+  /// coroutine is suspended, holding no thread, and it is resumed on its executor (task.hpp)
+  /// once a value arrives or the channel is closed and drained (std::nullopt). Threads and
+  /// coroutines mix freely on one channel.
+  [[nodiscard]] auto async_recv() -> detail::recv_awaiter<T> {
+    return detail::recv_awaiter<T>(get());
+  }
+
+  /// As recv(stop): `received`, `closed` or `cancelled` once stop is requested (from any
+  /// thread; the request resumes the suspended coroutine).
+  [[nodiscard]] auto async_recv(std::stop_token stop)
+      -> detail::recv_result_awaiter<T, detail::stop_case<detail::no_handler>> {
+    return {get(), detail::stop_case<detail::no_handler>(std::move(stop), {}),
+            recv_status::cancelled};
+  }
+
+  /// As recv_for(): `received`, `closed` or `timed_out`, with the same saturation. The deadline
+  /// is kept by the timer (detail/coro/timer.hpp).
+  template <class Rep, class Period>
+  [[nodiscard]] auto async_recv_for(std::chrono::duration<Rep, Period> timeout)
+      -> detail::recv_result_awaiter<T, detail::timeout_case<detail::no_handler>> {
+    return {get(), detail::timeout_case<detail::no_handler>(detail::deadline_after(timeout), {}),
+            recv_status::timed_out};
+  }
+
+  /// As recv_until(): `received`, `closed` or `timed_out`, on any clock.
+  template <class Clock, class Duration>
+  [[nodiscard]] auto async_recv_until(std::chrono::time_point<Clock, Duration> deadline)
+      -> detail::recv_result_awaiter<T, detail::timeout_case<detail::no_handler>> {
+    return {get(), detail::timeout_case<detail::no_handler>(detail::to_steady(deadline), {}),
+            recv_status::timed_out};
   }
 
   /// Closes the channel for every handle; buffered values stay receivable. Idempotent.

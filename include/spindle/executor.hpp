@@ -38,17 +38,26 @@
 // those tasks spawn, then join the threads. Afterwards spawn/post from outside throw
 // std::logic_error and do not run the callable.
 //
-// When not to use it: for blocking I/O (a blocked task holds a worker), or for tasks that wait
-// on each other through anything but join/task_group (a worker blocked elsewhere cannot help).
+// Coroutines: `ex.spawn(t)` runs a spindle::task<T> (task.hpp) and `co_await ex.schedule()`
+// moves a coroutine onto the executor; a coroutine that waits (a channel's async_send or
+// async_recv, async_select, sleep_for, a join handle) is suspended and holds no worker, and is
+// resumed on a worker when its wait completes.
+//
+// When not to use it: for blocking I/O (a blocked task holds a worker), or for plain-function
+// tasks that wait on each other through anything but join/task_group (a worker blocked
+// elsewhere cannot help): make such a task a coroutine and co_await instead.
 //
 // Example: tests/executor_test.cpp (Example) and examples/executor_fib.cpp.
 
+#include <spindle/detail/coro/coro_root.hpp>
+#include <spindle/detail/coro/schedule.hpp>
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/available_cpus.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
+#include <spindle/task.hpp>
 #include <spindle/task_traits.hpp>
 
 #include <cstddef>
@@ -116,6 +125,37 @@ class executor {
     detail::node_ptr<node> owned(detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn))));
     core_->submit(owned.get());
     return join_handle<task_result_t<Fn>>(core_.get(), owned.release());
+  }
+
+  /// Runs coroutine `t` on this executor and returns a handle to its result: join() from a
+  /// thread, or co_await from a coroutine. The coroutine starts on a worker, and every time it
+  /// is resumed after a wait (a channel, a select, a timer, a join handle, another task) it
+  /// continues on a worker of this executor. Waiting never holds a worker.
+  ///
+  /// Shutdown waits for a spawned coroutine as for any task, including while it is suspended:
+  /// a coroutine suspended on a channel that nobody will send to or close keeps shutdown
+  /// waiting, as a task blocked in recv() would (README, "Contracts a program must keep").
+  ///
+  /// Thread safety and Throws: as spawn(f); misuse (an empty or started task) is reported in
+  /// every build.
+  template <class R>
+  auto spawn(task<R> t) -> join_handle<R> {
+    detail::check_startable(detail::task_access::handle(t),
+                            "spindle::executor::spawn of an empty or already started task");
+    using node = detail::coro_root<R>;
+    detail::node_ptr<node> owned(detail::new_node<node>(std::move(t), core_.get()));
+    core_->submit(static_cast<detail::task*>(owned.get()));
+    return join_handle<R>(core_.get(), owned.release());
+  }
+
+  /// `co_await ex.schedule()` moves the calling coroutine onto this executor: it continues on
+  /// one of its workers, and is resumed there after every later wait. From a coroutine already
+  /// on this executor it yields: the coroutine goes to the back of the worker's queue.
+  ///
+  /// Throws (from the co_await): std::logic_error after shutdown() began, when awaited from a
+  /// thread that is not one of this executor's workers.
+  [[nodiscard]] auto schedule() noexcept -> detail::schedule_awaiter {
+    return detail::schedule_awaiter(core_.get());
   }
 
   /// Runs `fn` on a worker, fire and forget. An exception escaping fn goes to the

@@ -17,13 +17,18 @@
 // A handle may outlive its executor: the executor's destructor finishes every task, so join()
 // then returns the result at once.
 //
+// A coroutine awaits a handle with `co_await h` (suspending, holding no thread).
+//
 // Thread safety: a handle is a move-only value; use one handle from one thread at a time.
 // Example: tests/executor_test.cpp (Example).
 
+#include <spindle/detail/coro/resume.hpp>
+#include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/config.hpp>
 
+#include <coroutine>
 #include <stdexcept>
 #include <utility>
 
@@ -89,6 +94,58 @@ class [[nodiscard]] join_handle {
       return state->result.take();
     }
   }
+
+  /// The awaiter of `co_await handle`: suspends the coroutine until the task finishes (holding
+  /// no thread), then returns its result or rethrows its exception, as join() does. The
+  /// coroutine is resumed on its own target (task.hpp); afterwards the handle is empty.
+  class awaiter {
+   public:
+    explicit awaiter(join_handle& h) noexcept : h_(&h) {}
+
+    /// Throws: std::logic_error if the handle is empty.
+    [[nodiscard]] auto await_ready() const -> bool {
+      if (h_->state_ == nullptr) {
+        throw std::logic_error("spindle::join_handle: co_await on an empty handle");
+      }
+      return h_->state_->done.is_set();
+    }
+
+    template <class Promise>
+    auto await_suspend(std::coroutine_handle<Promise> c) noexcept -> bool {
+      where_ = detail::target_of(c);
+      node_.handle = c;
+      hook_.fire = &fire;
+      hook_.context = this;
+      if (where_ != nullptr) {
+        where_->suspending();
+      }
+      // Once armed, set() may resume the coroutine on another thread at once: nothing of the
+      // awaiter is touched after a successful arm.
+      if (h_->state_->done.arm_hook(&hook_)) {
+        return true;
+      }
+      if (where_ != nullptr) {
+        where_->not_suspended();
+      }
+      return false;
+    }
+
+    auto await_resume() -> R { return h_->join(); }
+
+   private:
+    static void fire(detail::completion_hook* hook) noexcept {
+      auto* self = static_cast<awaiter*>(hook->context);
+      detail::resume_on(self->where_, self->node_);
+    }
+
+    join_handle* h_;
+    detail::resume_target* where_ = nullptr;
+    detail::completion_hook hook_;
+    detail::resume_node node_;
+  };
+
+  auto operator co_await() & noexcept -> awaiter { return awaiter(*this); }
+  auto operator co_await() && noexcept -> awaiter { return awaiter(*this); }
 
   /// Gives up the right to join; the task still runs. Afterwards the handle is empty.
   void detach() noexcept {

@@ -1,6 +1,7 @@
 #pragma once
 // The umbrella header: every public spindle header.
 
+#include <spindle/async.hpp>
 #include <spindle/channel.hpp>
 #include <spindle/channel_result.hpp>
 #include <spindle/deque.hpp>
@@ -9,6 +10,8 @@
 #include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/parallel.hpp>
+#include <spindle/select.hpp>
+#include <spindle/task.hpp>
 #include <spindle/task_group.hpp>
 #include <spindle/task_traits.hpp>
 #include <spindle/version.hpp>

@@ -173,6 +173,23 @@ class array_channel {
     drain(*this);
   }
 
+  // Select (detail/select/select_loop.hpp): a party that waits on several channels at once
+  // registers an entry on each side it waits for, re-checks readiness, and withdraws what it
+  // did not win. A wake-up through these lists is a hint, as for a blocked send or recv.
+  void watch_send(wait_entry& e) noexcept { senders_.value.push(e); }
+  void unwatch_send(wait_entry& e) noexcept { senders_.value.remove(e); }
+  void watch_recv(wait_entry& e) noexcept { receivers_.value.push(e); }
+  void unwatch_recv(wait_entry& e) noexcept { receivers_.value.remove(e); }
+  /// Whether a send would not find the channel full (or finds it closed); seq_cst loads, the
+  /// re-check after watch_send (wait_list.hpp (A)).
+  [[nodiscard]] auto send_ready(waiter const* /*self*/) const noexcept -> bool {
+    return !is_full() || is_closed();
+  }
+  /// Whether a receive would not find the channel empty (or finds it closed); as send_ready.
+  [[nodiscard]] auto recv_ready(waiter const* /*self*/) const noexcept -> bool {
+    return !is_empty() || is_closed();
+  }
+
   [[nodiscard]] auto is_closed() const noexcept -> bool {
     // seq_cst: part of the re-check after registering a waiter (wait_list.hpp (A)).
     return (tail_.value.load(std::memory_order_seq_cst) & mark_bit_) != 0;

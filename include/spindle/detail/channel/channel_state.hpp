@@ -121,6 +121,39 @@ class channel_state {
     return visit([&](auto& flavour) { return flavour.recv(options); });
   }
 
+  /// Sends without waiting, through the flavour (`value` is moved from only when sent).
+  /// Throws: std::bad_alloc from the unbounded flavour when it cannot grow.
+  auto try_send(T& value) -> send_status {
+    return visit([&](auto& flavour) { return flavour.try_send(value); });
+  }
+  /// Receives without waiting, through the flavour.
+  auto try_recv() noexcept -> recv_result<T> {
+    return visit([](auto& flavour) { return flavour.try_recv(); });
+  }
+
+  // Select hooks, forwarded to the flavour (see watch_send in the flavours).
+  void watch_send(wait_entry& e) noexcept {
+    visit([&](auto& flavour) { flavour.watch_send(e); });
+  }
+  void unwatch_send(wait_entry& e) noexcept {
+    visit([&](auto& flavour) { flavour.unwatch_send(e); });
+  }
+  void watch_recv(wait_entry& e) noexcept {
+    visit([&](auto& flavour) { flavour.watch_recv(e); });
+  }
+  void unwatch_recv(wait_entry& e) noexcept {
+    visit([&](auto& flavour) { flavour.unwatch_recv(e); });
+  }
+  [[nodiscard]] auto send_ready(waiter const* self) const noexcept -> bool {
+    return visit([&](auto const& flavour) { return flavour.send_ready(self); });
+  }
+  [[nodiscard]] auto recv_ready(waiter const* self) const noexcept -> bool {
+    return visit([&](auto const& flavour) { return flavour.recv_ready(self); });
+  }
+  /// Whether a party that selects a watching entry completes its operation through the
+  /// entry's packet (the rendezvous), rather than only waking it to try again.
+  [[nodiscard]] auto hands_off() const noexcept -> bool { return flavor_ == channel_flavor::zero; }
+
   /// Whether every handle's thread could run at once: the sender and receiver handles number
   /// at most the processors. A heuristic for how a receiver waits, never for correctness.
   [[nodiscard]] auto users_fit_cores() const noexcept -> bool {

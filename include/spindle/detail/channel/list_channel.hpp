@@ -201,6 +201,19 @@ class list_channel {
     drain(*this);
   }
 
+  // Select (detail/select/select_loop.hpp): as in the bounded flavour. A send never waits
+  // here, so a send case never registers and is always ready.
+  void watch_send(wait_entry& /*e*/) noexcept {}
+  void unwatch_send(wait_entry& /*e*/) noexcept {}
+  void watch_recv(wait_entry& e) noexcept { receivers_.value.push(e); }
+  void unwatch_recv(wait_entry& e) noexcept { receivers_.value.remove(e); }
+  [[nodiscard]] auto send_ready(waiter const* /*self*/) const noexcept -> bool { return true; }
+  /// Whether a receive would not find the channel empty (or finds it closed); seq_cst loads, the
+  /// re-check after watch_recv (wait_list.hpp (A)).
+  [[nodiscard]] auto recv_ready(waiter const* /*self*/) const noexcept -> bool {
+    return !is_empty() || is_closed();
+  }
+
   [[nodiscard]] auto is_closed() const noexcept -> bool {
     // seq_cst: part of the re-check after registering a waiter (wait_list.hpp (A)).
     return (tail_.value.index.load(std::memory_order_seq_cst) & mark_bit) != 0;

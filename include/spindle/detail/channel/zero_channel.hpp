@@ -160,6 +160,41 @@ class zero_channel {
     return true;
   }
 
+  // Select (detail/select/select_loop.hpp): a select registers its entries in the same queues
+  // as blocked senders and receivers, with the same packets (the send case's value, the receive
+  // case's empty optional), so a partner pairs with it exactly as with a plain send or recv:
+  // it selects the entry, hands the value over under the mutex, then wakes the select. The
+  // select's own entries on both sides of one channel never pair with each other: only
+  // another party's operation selects an entry.
+  void watch_send(wait_entry& e) noexcept {
+    std::lock_guard lock(mutex_);
+    senders_.push(e);
+  }
+  void unwatch_send(wait_entry& e) noexcept {
+    std::lock_guard lock(mutex_);
+    static_cast<void>(senders_.remove(e));
+  }
+  void watch_recv(wait_entry& e) noexcept {
+    std::lock_guard lock(mutex_);
+    receivers_.push(e);
+  }
+  void unwatch_recv(wait_entry& e) noexcept {
+    std::lock_guard lock(mutex_);
+    static_cast<void>(receivers_.remove(e));
+  }
+  /// Whether a receiver other than `self` waits (a send would pair now), or the channel is
+  /// closed.
+  [[nodiscard]] auto send_ready(waiter const* self) const noexcept -> bool {
+    std::lock_guard lock(mutex_);
+    return closed_ || receivers_.has_waiting(self);
+  }
+  /// Whether a sender other than `self` waits (a receive would pair now), or the channel is
+  /// closed.
+  [[nodiscard]] auto recv_ready(waiter const* self) const noexcept -> bool {
+    std::lock_guard lock(mutex_);
+    return closed_ || senders_.has_waiting(self);
+  }
+
   /// The last receiver is gone. A rendezvous buffers nothing, so this is close().
   void discard() noexcept { close(); }
 
@@ -184,7 +219,7 @@ class zero_channel {
     return recv_result<T>{recv_status::received, std::optional<T>(std::move(*value))};
   }
 
-  mutex mutex_;
+  mutable mutex mutex_;
   wait_queue senders_;
   wait_queue receivers_;
   bool closed_ = false;

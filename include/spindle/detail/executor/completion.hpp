@@ -11,6 +11,8 @@
 //   pending --arm(waiter)--> armed --set()--> done
 //   pending --set()--> done
 // `set()` unparks the waiter only when it finds `armed`: no system call when nobody sleeps.
+// The waiter is a thread's parker, or a `completion_hook` (a coroutine awaiting a join handle,
+// join_handle.hpp): `waiter_` holds either pointer, a hook's with its low bit set.
 //
 // Lifetime. A stack job's completion dies as soon as its waiter sees `done`, and the waiter
 // may see `done` (after a stale parker token) before `set()` has returned. So `set()` reads
@@ -34,10 +36,17 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
+/// A callback that set() calls instead of unparking a thread (a suspended coroutine's resume).
+struct completion_hook {
+  void (*fire)(completion_hook* self) noexcept = nullptr;
+  void* context = nullptr;
+};
+
 class completion {
  public:
   completion() = default;
-  explicit completion(parker* fixed_waiter) noexcept : waiter_(fixed_waiter) {}
+  explicit completion(parker* fixed_waiter) noexcept
+      : waiter_(reinterpret_cast<std::uintptr_t>(fixed_waiter)) {}
   completion(completion const&) = delete;
   auto operator=(completion const&) -> completion& = delete;
 
@@ -51,16 +60,21 @@ class completion {
   void set() noexcept {
     // acquire: pairs with the release store in arm() (or happens-before through the
     // construction of a stack job); read before the exchange, see "Lifetime" above.
-    parker* waiter = waiter_.load(std::memory_order_acquire);
+    std::uintptr_t waiter = waiter_.load(std::memory_order_acquire);
     // acq_rel: release publishes the result to the waiter's acquire load in is_set(); acquire
     // pairs with the acq_rel CAS in arm(), so a waiter bound there is visible below.
     if (state_.exchange(done, std::memory_order_acq_rel) == armed) {
-      if (waiter == nullptr) {
+      if (waiter == 0) {
         // Only for completions armed with a late-bound waiter, whose setter holds a reference
         // (see "Lifetime"). acquire: pairs with the release store in arm().
         waiter = waiter_.load(std::memory_order_acquire);
       }
-      waiter->unpark();
+      if ((waiter & hook_bit) != 0) {
+        auto* hook = reinterpret_cast<completion_hook*>(waiter & ~hook_bit);
+        hook->fire(hook);
+      } else {
+        reinterpret_cast<parker*>(waiter)->unpark();
+      }
     }
   }
 
@@ -69,19 +83,14 @@ class completion {
   ///
   /// Preconditions: a single waiting thread, always with the same parker.
   [[nodiscard]] auto arm(parker* waiter) noexcept -> bool {
-    // relaxed load: only this waiter writes waiter_ after construction.
-    if (waiter_.load(std::memory_order_relaxed) == nullptr) {
-      // release: pairs with the acquire loads of waiter_ in set().
-      waiter_.store(waiter, std::memory_order_release);
-    }
-    std::uint32_t expected = pending;
-    // acq_rel: release publishes waiter_ to set()'s acquire exchange; acquire on failure pairs
-    // with set()'s release exchange when we find `done`.
-    if (state_.compare_exchange_strong(expected, armed, std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
-      return true;
-    }
-    return expected == armed;
+    return arm_with(reinterpret_cast<std::uintptr_t>(waiter));
+  }
+
+  /// As arm(), for a coroutine: set() calls `hook->fire(hook)` instead of unparking a thread.
+  /// The hook must live until it fired. Only for completions whose setter holds a reference
+  /// (join handles), so that set() may read the hook after publishing `done`.
+  [[nodiscard]] auto arm_hook(completion_hook* hook) noexcept -> bool {
+    return arm_with(reinterpret_cast<std::uintptr_t>(hook) | hook_bit);
   }
 
   /// Blocks an outside (non-worker) thread until set(), sleeping on `own`.
@@ -98,10 +107,29 @@ class completion {
   static constexpr std::uint32_t pending = 0;
   static constexpr std::uint32_t done = 1;
   static constexpr std::uint32_t armed = 2;
+  static constexpr std::uintptr_t hook_bit = 1;
+  static_assert(alignof(parker) > hook_bit && alignof(completion_hook) > hook_bit);
+
+  auto arm_with(std::uintptr_t waiter) noexcept -> bool {
+    // relaxed load: only this waiter writes waiter_ after construction.
+    if (waiter_.load(std::memory_order_relaxed) == 0) {
+      // release: pairs with the acquire loads of waiter_ in set().
+      waiter_.store(waiter, std::memory_order_release);
+    }
+    std::uint32_t expected = pending;
+    // acq_rel: release publishes waiter_ to set()'s acquire exchange; acquire on failure pairs
+    // with set()'s release exchange when we find `done`.
+    if (state_.compare_exchange_strong(expected, armed, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      return true;
+    }
+    return expected == armed;
+  }
 
   // INVARIANT: done is final; armed only after waiter_ is non-null.
   atomic<std::uint32_t> state_{pending};
-  atomic<parker*> waiter_{nullptr};
+  // A parker*, or a completion_hook* with hook_bit set; 0 until bound.
+  atomic<std::uintptr_t> waiter_{0};
 };
 
 /// The parker an outside thread sleeps on while it waits for a completion.

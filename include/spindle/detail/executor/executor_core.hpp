@@ -46,6 +46,7 @@
 //                (release store).
 //   handler_     guarded by handler_mu_. threads_ by shutdown_mu_ once the constructor returned.
 
+#include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/scheduler.hpp>
 #include <spindle/detail/executor/task.hpp>
@@ -76,7 +77,7 @@ enum class report_origin : std::uint8_t {
   unwaited_task_group  ///< a task of a task_group destroyed without wait()
 };
 
-class executor_core : public scheduler {
+class executor_core final : public scheduler, public resume_target {
  public:
   using exception_handler = std::function<void(std::exception_ptr)>;
 
@@ -228,6 +229,26 @@ class executor_core : public scheduler {
   static void report_thunk(void* core, std::exception_ptr e) noexcept {
     static_cast<executor_core*>(core)->report(std::move(e));
   }
+
+  // Coroutines (detail/coro/resume.hpp): this executor as the target of suspended coroutines.
+  void suspending() noexcept override {
+    // seq_cst: see suspended_ in scheduler.hpp; read by try_terminate().
+    suspended_.value.fetch_add(1, std::memory_order_seq_cst);
+  }
+  void not_suspended() noexcept override {
+    // seq_cst: as in suspending(). The caller runs on this executor (a worker, or the thread
+    // that is about to hand the coroutine over), so termination is not pending on this count.
+    suspended_.value.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  void resume(resume_node& node) noexcept override {
+    push_resumed(&node);
+    // seq_cst: lowered only after the resumption is queued, see try_terminate().
+    suspended_.value.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  void submit(resume_node& node) override {
+    scheduler::submit(&node);
+  }
+  using scheduler::submit;
 
   void set_handler(exception_handler h) {
     std::lock_guard guard(handler_mu_);

@@ -83,12 +83,13 @@ class basic_injector {
     delete spare_.value.load(std::memory_order_relaxed);
   }
 
-  /// Appends one task. Returns false (and leaves `t` alone) once the queue is closed.
+  /// Appends one task. Returns false (and leaves `t` alone) once the queue is closed, unless
+  /// `even_closed` (the resumption of a coroutine that was accepted before the close).
   /// Throws: std::bad_alloc when a new block cannot be allocated (`t` is not queued).
-  [[nodiscard]] auto push(task* t) -> bool {
+  [[nodiscard]] auto push(task* t, bool even_closed = false) -> bool {
     push_side& side = push_.value;
     std::lock_guard guard(side.mu);
-    if (side.closed) {
+    if (side.closed && !even_closed) {
       return false;
     }
     // The pushers' own count, not a load of tail_: every worker's looks_empty() reads tail_,

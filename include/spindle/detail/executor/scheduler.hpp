@@ -35,6 +35,12 @@
 //                when a thread failed to start).
 //   guests_      guests in their slots; seq_cst RMWs (G1)/(G2) in executor_core.hpp, read by
 //                try_terminate().
+//   suspended_   coroutines suspended with this executor as their target (detail/coro/resume.hpp):
+//                raised before a wait becomes visible to its wakers, lowered after the waker
+//                queued the resumption (push_resumed) or when the wait ended before suspending;
+//                seq_cst RMWs, read by try_terminate(). A suspended coroutine is accepted work:
+//                shutdown waits for it, and its resumption is queued even after the injector
+//                closed.
 //   worker_ctx   see worker_ctx.hpp.
 
 #include <spindle/deque.hpp>
@@ -118,6 +124,27 @@ class scheduler {
       }
     } else {
       submit_outside(t);
+    }
+  }
+
+  /// Queues the resumption of a suspended coroutine: as submit(), but accepted during shutdown
+  /// (the coroutine was accepted before), and never throwing: if the queue cannot grow, the
+  /// task runs here, on the waker's thread.
+  void push_resumed(task* t) noexcept {
+    try {
+      if (worker_ctx* const w = local()) {
+        w->deque.push(t);
+      } else {
+        static_cast<void>(injector_.push(t, /*even_closed=*/true));
+      }
+    } catch (...) {
+      t->run(t);
+      return;
+    }
+    // (N1), as in submit().
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
     }
   }
 
@@ -425,6 +452,11 @@ class scheduler {
     if (guests_.value.load(std::memory_order_seq_cst) != 0) {
       return false;
     }
+    // seq_cst: pairs with the RMWs on suspended_ in executor_core: a waker lowers it only after
+    // queueing the resumption, which work_visible() below then sees.
+    if (suspended_.value.load(std::memory_order_seq_cst) != 0) {
+      return false;
+    }
     if (work_visible()) {
       return false;
     }
@@ -447,6 +479,8 @@ class scheduler {
   cache_padded<atomic<std::size_t>> idle_top_{};
   // INVARIANT: the number of claimed guest slots whose owner has not left.
   cache_padded<atomic<std::size_t>> guests_{};
+  // INVARIANT: suspended coroutines targeting this executor whose resumption is not queued yet.
+  cache_padded<atomic<std::size_t>> suspended_{};
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -225,6 +225,17 @@ class wait_queue {
     return nullptr;
   }
 
+  /// Whether an entry of a waiter other than `exclude` is still waiting (a snapshot, for a
+  /// readiness check under the owner's mutex).
+  [[nodiscard]] auto has_waiting(waiter const* exclude) const noexcept -> bool {
+    for (wait_entry const* e = head_; e != nullptr; e = e->next) {
+      if (e->owner != exclude && e->owner->selected() == waiter::waiting) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /// Completes every still-waiting entry's wait with `selection` and unlinks it; returns them
   /// as a chain through `next`, to be woken by `wake_chain` once the caller's lock is released.
   [[nodiscard]] auto select_all(std::uintptr_t selection) noexcept -> wait_entry* {

@@ -1,0 +1,209 @@
+#pragma once
+// The select loop of a coroutine: the same rounds as a thread's select
+// (detail/select/select_loop.hpp), but step 3 suspends the coroutine instead of parking a
+// thread. It serves `co_await spindle::async_select(cases...)` and every awaitable channel
+// operation (`async_send`, `async_recv` and their timed and stop_token forms are selects of
+// one or two cases), so threads and coroutines wait through one protocol and one wait list.
+//
+// A round, in await_suspend (the first) or in the resume node (later ones):
+//   - a fresh waiter whose wake is a callback (wake_thunk), not a parker; the deadline, if any,
+//     goes to the timer (detail/coro/timer.hpp), whose entry aborts the waiter;
+//   - watch every case, re-check readiness, abort if ready (as a thread does);
+//   - suspend: tell the target a coroutine is suspending, then arrive at `arrivals_`.
+// The waker arrives at `arrivals_` too (wake_thunk). Two arrivals per round: whoever arrives
+// second continues the select, so that the round's set-up (which reads the awaiter after the
+// entries became visible to wakers) never overlaps the resumption of the coroutine on another
+// thread, and the coroutine is resumed exactly once per round. If the waker is second, it hands
+// the resume node to the coroutine's target (an executor queues it as a task); the node then
+// finishes the round (cancels the timer, unwatches, accepts) and either resumes the coroutine or
+// starts another round, still suspended.
+//
+// Synchronization: `arrivals_` is an acq_rel counter: the second arrival sees what the first
+// did before arriving (the selector's hand-off into a packet, the set-up's registrations).
+// Everything else in the awaiter is touched by one party at a time, ordered by it.
+//
+// Memory: the awaiter lives in the coroutine frame: the cases, one waiter, one timer entry and
+// one resume node; nothing is allocated per operation.
+
+#include <spindle/detail/coro/resume.hpp>
+#include <spindle/detail/coro/timer.hpp>
+#include <spindle/detail/select/cases.hpp>
+#include <spindle/detail/select/select_loop.hpp>
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/wait_list.hpp>
+
+#include <array>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <span>
+#include <tuple>
+#include <utility>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// The select machinery of an awaiter over `Cases` (owned). `Derived::await_resume` maps the
+/// chosen case to the awaitable's result.
+template <class... Cases>
+class select_awaiter_base {
+ public:
+  explicit select_awaiter_base(bool biased, Cases&&... cases)
+      : cases_(std::move(cases)...), biased_(biased) {}
+  select_awaiter_base(select_awaiter_base const&) = delete;
+  auto operator=(select_awaiter_base const&) -> select_awaiter_base& = delete;
+  // Awaiters are returned by value (guaranteed elision); a move before the first use is safe.
+  select_awaiter_base(select_awaiter_base&& other) noexcept
+      : cases_(std::move(other.cases_)), biased_(other.biased_) {}
+
+  ~select_awaiter_base() = default;
+
+  /// Step 1 without suspending: true when a case (or the default) completes at once.
+  auto await_ready() -> bool {
+    bind();
+    chosen_ = list_->try_round(biased_);
+    return chosen_ != no_case;
+  }
+
+  /// Starts the first round. Returns false when the select completed during set-up.
+  /// Throws: std::bad_alloc when the timer's heap cannot grow (nothing is registered then).
+  template <class Promise>
+  auto await_suspend(std::coroutine_handle<Promise> h) -> bool {
+    where_ = target_of(h);
+    node_.handle = h;
+    node_.context = this;
+    timer_.context = this;
+    return !round();
+  }
+
+ protected:
+  /// The chosen case (valid in await_resume).
+  [[nodiscard]] auto chosen() const noexcept -> std::size_t { return chosen_; }
+  auto cases() noexcept -> std::tuple<Cases...>& { return cases_; }
+  void fire_chosen() { ptrs_[chosen_]->fire(); }
+  /// Rethrows what a later round could not report while the coroutine was suspended.
+  void rethrow_error() const {
+    if (error_) {
+      std::rethrow_exception(error_);
+    }
+  }
+
+ private:
+  static constexpr std::size_t count = sizeof...(Cases);
+
+  void bind() noexcept {
+    if (!list_) {
+      ptrs_ = std::apply([](auto&... c) { return std::array<select_case*, count>{&c...}; }, cases_);
+      list_.emplace(std::span<select_case* const>(ptrs_));
+    }
+  }
+
+  /// Rounds until the select completes (returns true: resume the coroutine now) or the
+  /// coroutine stays suspended (returns false: a wake will continue it).
+  auto round() -> bool {
+    for (;;) {
+      waiter_.emplace(&wake_thunk, this);
+      // relaxed: nothing can arrive before the entries are watched below, which publishes it.
+      arrivals_.store(0, std::memory_order_relaxed);
+      if (list_->deadline) {
+        timer_.when = *list_->deadline;
+        timer_.fire = &timer_thunk;
+        timer_service::instance().add(timer_);
+        timed_ = true;
+      }
+      bool const ready = list_->watch_all(*waiter_);
+      if (ready && waiter_->try_select(waiter::aborted)) {
+        if (finish_round()) {
+          return true;
+        }
+        continue;
+      }
+      if (where_ != nullptr) {
+        where_->suspending();
+      }
+      // acq_rel: see the file comment; the first arrival returns, the second continues.
+      if (arrivals_.fetch_add(1, std::memory_order_acq_rel) == 0) {
+        return false;
+      }
+      if (where_ != nullptr) {
+        where_->not_suspended();
+      }
+      if (finish_round()) {
+        return true;
+      }
+    }
+  }
+
+  /// Step 4 after the waiter was selected (by a waker, the timer, stop, or itself): withdraw
+  /// everything, then accept the winning case or try every case again. Returns true when a case
+  /// was chosen.
+  auto finish_round() -> bool {
+    if (timed_) {
+      static_cast<void>(timer_service::instance().cancel(timer_));
+      timed_ = false;
+    }
+    std::size_t const winner = list_->unwatch_all(waiter_->selected());
+    if (winner != no_case && ptrs_[winner]->accept()) {
+      chosen_ = winner;
+      return true;
+    }
+    chosen_ = list_->try_round(biased_);
+    return chosen_ != no_case;
+  }
+
+  /// The waiter's wake: the second arrival of the round continues it.
+  static void wake_thunk(void* arg) noexcept {
+    auto* self = static_cast<select_awaiter_base*>(arg);
+    // acq_rel: see the file comment.
+    if (self->arrivals_.fetch_add(1, std::memory_order_acq_rel) == 0) {
+      return;
+    }
+    self->node_.run = &resumed;
+    resume_on(self->where_, self->node_);
+  }
+
+  /// The deadline passed: abort the waiter unless a waker won it first.
+  static void timer_thunk(timer_entry* t) noexcept {
+    auto* self = static_cast<select_awaiter_base*>(t->context);
+    if (self->waiter_->try_select(waiter::aborted)) {
+      self->waiter_->wake();
+    }
+  }
+
+  /// The resume node's task: finish the round on the target, then resume the coroutine or wait
+  /// again.
+  static void resumed(task* t) noexcept {
+    auto* node = static_cast<resume_node*>(t);
+    auto* self = static_cast<select_awaiter_base*>(node->context);
+    std::coroutine_handle<> const h = node->handle;
+    bool done = false;
+    try {
+      done = self->finish_round() || self->round();
+    } catch (...) {
+      // The timer's heap could not grow, or an unbounded channel's send could not allocate.
+      // Nothing is registered at either point; the coroutine gets the exception.
+      self->error_ = std::current_exception();
+      done = true;
+    }
+    if (done) {
+      h.resume();
+    }
+  }
+
+  std::tuple<Cases...> cases_;
+  bool biased_;
+  std::array<select_case*, count> ptrs_{};
+  std::optional<case_list> list_;
+  std::size_t chosen_ = no_case;
+  std::optional<waiter> waiter_;
+  atomic<std::uint32_t> arrivals_{0};
+  resume_target* where_ = nullptr;
+  bool timed_ = false;
+  timer_entry timer_;
+  resume_node node_;
+  std::exception_ptr error_;
+};
+
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

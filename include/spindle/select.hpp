@@ -1,0 +1,276 @@
+#pragma once
+// Select: wait on several channel operations at once and complete exactly one (Go's select,
+// crossbeam-channel's select!).
+//
+//   std::size_t i = spindle::select(
+//       spindle::on_recv(rx_a, [&](std::optional<A> a) { /* nullopt: closed and drained */ }),
+//       spindle::on_send(tx_b, b, [&](spindle::send_result<B> r) { /* sent, or closed */ }),
+//       spindle::on_timeout(5ms, [&] { /* nothing was ready in time */ }));
+//
+// Exactly one case completes; its handler runs on the calling thread, and select returns the
+// case's position in the argument list.
+//   - Fair: spindle::select tries the cases from a random start, so among ready cases each is
+//     equally likely and no ready channel starves; spindle::select_biased tries them in order.
+//   - on_recv(rx, f): f(std::optional<T>): the value, or nullopt once the channel is closed and
+//     drained (a closed channel is a ready case).
+//   - on_send(tx, value, f): f(send_result<T>). `value` is taken by reference; the select moves
+//     from it only when this case is chosen: when the channel accepted it (`sent`), or when the
+//     channel is closed (`closed`, and the value is handed back in the result, as
+//     sender::send() does). A case that is not chosen leaves its channel and its value
+//     untouched.
+//   - on_timeout(d, f) / on_deadline(t, f): chosen when nothing else was ready before the
+//     deadline (saturating as every timeout in the library: detail/sync/deadline.hpp). The
+//     deadline is fixed when the case is made.
+//   - on_default(f): chosen at once when no other case is ready: the select does not block.
+//   - on_stop(token, f): chosen once stop is requested; a request wakes a waiting select.
+//   - Every channel flavour works, the rendezvous included: a rendezvous case pairs with a
+//     blocked partner (or another select) exactly as a plain send or recv would.
+//   - A handler may also take no argument.
+//
+// Waiting: a select that finds nothing ready registers one waiter on every channel's wait
+// list, sleeps once, and on wake-up withdraws from every list it did not win. It allocates
+// nothing, whatever the number of cases (detail/select/select_loop.hpp has the protocol and
+// its argument). Coroutines use the same cases with `co_await spindle::async_select(...)`
+// (async.hpp).
+//
+// dynamic_select holds a number of cases known only at run time (crossbeam's Select).
+// Timer channels: spindle::after(d) delivers one time point after d, spindle::tick(d) one every
+// d (dropping ticks a slow receiver missed, as Go's Ticker); both are receivers, usable in any
+// select or on their own.
+//
+// Thread safety: cases refer to their handles and values; a select uses them from the calling
+// thread only while it runs. Any number of threads may select over the same channels.
+// Misuse: a select with no case throws std::invalid_argument; a case on a moved-from handle is
+// reported in every build.
+// Examples: tests/select_test.cpp, examples/select_server.cpp.
+
+#include <spindle/channel.hpp>
+#include <spindle/channel_result.hpp>
+#include <spindle/detail/coro/timer.hpp>
+#include <spindle/detail/select/cases.hpp>
+#include <spindle/detail/select/select_loop.hpp>
+#include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/deadline.hpp>
+
+#include <array>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
+
+/// A type that spindle::select accepts as a case (what on_recv, on_send, ... return).
+template <class C>
+concept select_case = std::derived_from<std::remove_cvref_t<C>, detail::select_case>;
+
+namespace detail {
+/// Keeps a receiver passed by value (`on_recv(spindle::after(1s), f)`) alive for its case.
+template <class T>
+struct receiver_holder {
+  receiver<T> held;
+};
+
+template <class T, class F>
+class owning_recv_case : private receiver_holder<T>, public recv_case<T, F> {
+ public:
+  owning_recv_case(receiver<T>&& rx, F f)
+      : receiver_holder<T>{std::move(rx)},
+        recv_case<T, F>(channel_access::state_of(this->held), std::move(f)) {}
+  owning_recv_case(owning_recv_case&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
+      : receiver_holder<T>{std::move(other.held)}, recv_case<T, F>(std::move(other)) {}
+};
+}  // namespace detail
+
+/// Receives from `rx`; `f(std::optional<T>)` gets the value, or nullopt when closed and drained.
+template <class T, class F>
+auto on_recv(receiver<T>& rx, F f) -> detail::recv_case<T, F> {
+  return detail::recv_case<T, F>(detail::channel_access::state_of(rx), std::move(f));
+}
+
+/// As above, for a receiver the case keeps (a timer channel made in place).
+template <class T, class F>
+auto on_recv(receiver<T>&& rx, F f) -> detail::owning_recv_case<T, F> {
+  return detail::owning_recv_case<T, F>(std::move(rx), std::move(f));
+}
+
+/// Sends `value` into `tx`; `f(send_result<T>)`. See the file comment for when `value` is
+/// moved from.
+template <class T, class F>
+auto on_send(sender<T>& tx, std::type_identity_t<T>& value, F f) -> detail::send_case<T, F> {
+  return detail::send_case<T, F>(detail::channel_access::state_of(tx), value, std::move(f));
+}
+
+/// Chosen when no other case is ready within `timeout` (measured from now).
+template <class Rep, class Period, class F>
+auto on_timeout(std::chrono::duration<Rep, Period> timeout, F f) -> detail::timeout_case<F> {
+  return detail::timeout_case<F>(detail::deadline_after(timeout), std::move(f));
+}
+
+/// Chosen when no other case is ready by `deadline`, on any clock.
+template <class Clock, class Duration, class F>
+auto on_deadline(std::chrono::time_point<Clock, Duration> deadline, F f)
+    -> detail::timeout_case<F> {
+  return detail::timeout_case<F>(detail::to_steady(deadline), std::move(f));
+}
+
+/// Chosen at once when no other case is ready: the select never blocks.
+template <class F>
+auto on_default(F f) -> detail::default_case<F> {
+  return detail::default_case<F>(std::move(f));
+}
+
+/// Chosen once stop is requested on `token`.
+template <class F>
+auto on_stop(std::stop_token token, F f) -> detail::stop_case<F> {
+  return detail::stop_case<F>(std::move(token), std::move(f));
+}
+
+/// Completes exactly one case, fairly among the ready ones, and returns its index. Blocks until
+/// a case is ready, unless there is an on_default case.
+/// Throws: whatever the chosen handler throws; std::bad_alloc from an unbounded channel's send.
+template <select_case... Cases>
+requires(sizeof...(Cases) > 0) auto select(Cases&&... cases) -> std::size_t {
+  std::array<detail::select_case*, sizeof...(Cases)> const all{&cases...};
+  return detail::run_select(all, /*biased=*/false);
+}
+
+/// As select(), but among ready cases the earliest in the argument list wins.
+template <select_case... Cases>
+requires(sizeof...(Cases) > 0) auto select_biased(Cases&&... cases) -> std::size_t {
+  std::array<detail::select_case*, sizeof...(Cases)> const all{&cases...};
+  return detail::run_select(all, /*biased=*/true);
+}
+
+/// A select over a number of cases known only at run time (crossbeam-channel's `Select`):
+///
+///   spindle::dynamic_select sel;
+///   for (auto& rx : inputs) sel.add(spindle::on_recv(rx, [&](std::optional<int> v) { ... }));
+///   std::size_t i = sel.select();                 // the index add() returned
+///
+/// The cases stay in the set, so select() may be called again (a timeout case keeps the
+/// deadline it was made with). Each add() allocates the case; select() allocates nothing.
+class dynamic_select {
+ public:
+  /// Adds a case and returns its index.
+  template <select_case Case>
+  auto add(Case&& c) -> std::size_t {
+    using stored = std::remove_cvref_t<Case>;
+    auto owned = std::make_unique<stored>(std::forward<Case>(c));
+    ptrs_.push_back(owned.get());
+    try {
+      cases_.push_back(std::move(owned));
+    } catch (...) {
+      ptrs_.pop_back();
+      throw;
+    }
+    return ptrs_.size() - 1;
+  }
+
+  /// Completes one case, fairly; returns its index. Throws: std::invalid_argument when empty;
+  /// as spindle::select.
+  auto select() -> std::size_t { return detail::run_select(ptrs_, /*biased=*/false); }
+  /// As select(), preferring the case added first.
+  auto select_biased() -> std::size_t { return detail::run_select(ptrs_, /*biased=*/true); }
+
+  [[nodiscard]] auto size() const noexcept -> std::size_t { return ptrs_.size(); }
+  [[nodiscard]] auto empty() const noexcept -> bool { return ptrs_.empty(); }
+  void clear() noexcept {
+    ptrs_.clear();
+    cases_.clear();
+  }
+
+ private:
+  std::vector<std::unique_ptr<detail::select_case>> cases_;
+  std::vector<detail::select_case*> ptrs_;
+};
+
+namespace detail {
+/// A timer channel's record, owned by the timer once queued: sends the time at each deadline,
+/// and frees itself after the last one (after) or once the receiver is gone (tick).
+class timer_channel final {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  static auto start(steady_time first, std::chrono::steady_clock::duration period)
+      -> receiver<time_point> {
+    auto [tx, rx] = bounded<time_point>(1);
+    auto* self = new timer_channel(std::move(tx), first, period);
+    try {
+      timer_service::instance().add(self->entry_);
+    } catch (...) {
+      delete self;
+      throw;
+    }
+    return std::move(rx);
+  }
+
+ private:
+  timer_channel(sender<time_point>&& tx, steady_time first,
+                std::chrono::steady_clock::duration period) noexcept
+      : tx_(std::move(tx)), period_(period) {
+    entry_.when = first;
+    entry_.fire = &fire;
+    entry_.context = this;
+  }
+
+  static void fire(timer_entry* e) noexcept {
+    auto* self = static_cast<timer_channel*>(e->context);
+    auto const now = std::chrono::steady_clock::now();
+    // A full channel drops the tick: the receiver has not taken the last one yet.
+    auto const r = self->tx_.try_send(now);
+    if (self->period_ <= self->period_.zero() || r.is_closed()) {
+      delete self;
+      return;
+    }
+    auto next = e->when + self->period_;
+    if (next <= now) {
+      // Behind by a whole period or more (a stalled process): skip the missed ticks.
+      next = now + self->period_;
+    }
+    e->when = next;
+    try {
+      timer_service::instance().add(*e);
+    } catch (...) {
+      // The timer's heap could not grow: the ticker stops, and its receiver sees closed.
+      delete self;
+    }
+  }
+
+  sender<time_point> tx_;
+  std::chrono::steady_clock::duration period_;
+  timer_entry entry_;
+};
+}  // namespace detail
+
+/// A channel that receives one time point (steady_clock::now() at delivery) once `delay` has
+/// passed (crossbeam-channel's `after`, Go's time.After). Usable in any select.
+/// Throws: std::system_error if the timer thread cannot start; std::bad_alloc.
+template <class Rep, class Period>
+auto after(std::chrono::duration<Rep, Period> delay)
+    -> receiver<std::chrono::steady_clock::time_point> {
+  return detail::timer_channel::start(detail::deadline_after(delay),
+                                      std::chrono::steady_clock::duration::zero());
+}
+
+/// A channel that receives a time point every `period` (Go's time.Ticker). Capacity one: a tick
+/// that finds the last one still unreceived is dropped. The ticker stops once every receiver
+/// is gone.
+/// Throws: std::invalid_argument if period is not positive; as after().
+template <class Rep, class Period>
+auto tick(std::chrono::duration<Rep, Period> period)
+    -> receiver<std::chrono::steady_clock::time_point> {
+  auto const p = std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
+  if (!(p > p.zero())) {
+    throw std::invalid_argument("spindle::tick: the period must be positive");
+  }
+  return detail::timer_channel::start(detail::deadline_after(period), p);
+}
+
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE
