@@ -78,17 +78,7 @@ class sleep_awaiter {
     entry_.when = when_;
     entry_.fire = &fire;
     entry_.context = this;
-    if (where_ != nullptr) {
-      where_->suspending();
-    }
-    try {
-      timer_service::instance().add(entry_);
-    } catch (...) {
-      if (where_ != nullptr) {
-        where_->not_suspended();
-      }
-      throw;
-    }
+    timer_service::instance().add(entry_);
   }
 
   void await_resume() const noexcept {}

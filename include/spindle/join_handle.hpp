@@ -116,18 +116,9 @@ class [[nodiscard]] join_handle {
       node_.handle = c;
       hook_.fire = &fire;
       hook_.context = this;
-      if (where_ != nullptr) {
-        where_->suspending();
-      }
       // Once armed, set() may resume the coroutine on another thread at once: nothing of the
       // awaiter is touched after a successful arm.
-      if (h_->state_->done.arm_hook(&hook_)) {
-        return true;
-      }
-      if (where_ != nullptr) {
-        where_->not_suspended();
-      }
-      return false;
+      return h_->state_->done.arm_hook(&hook_);
     }
 
     auto await_resume() -> R { return h_->join(); }

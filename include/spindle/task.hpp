@@ -32,6 +32,7 @@
 // Examples: examples/coro_pipeline.cpp, tests/coro_test.cpp.
 
 #include <spindle/detail/coro/resume.hpp>
+#include <spindle/detail/sync/blocking_hook.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/parker.hpp>
@@ -65,6 +66,11 @@ struct task_promise_common : promise_base {
     template <class Promise>
     auto await_suspend(std::coroutine_handle<Promise> h) noexcept -> std::coroutine_handle<> {
       task_promise_common& p = h.promise();
+      if (p.counted != nullptr) {
+        // The coroutine is running on (or for) its target, which therefore cannot terminate
+        // before this returns.
+        std::exchange(p.counted, nullptr)->unbind();
+      }
       if (p.continuation) {
         return p.continuation;
       }
@@ -232,8 +238,8 @@ namespace detail {
 /// harmless).
 class run_loop final : public resume_target {
  public:
-  void suspending() noexcept override {}
-  void not_suspended() noexcept override {}
+  void bind() noexcept override {}
+  void unbind() noexcept override {}
   void resume(resume_node& node) noexcept override { push(node); }
   void submit(resume_node& node) override { push(node); }
 
@@ -265,6 +271,7 @@ class run_loop final : public resume_target {
       if (n != nullptr) {
         n->run(n);
       } else {
+        before_blocking();
         owner_.park();
       }
     }

@@ -171,6 +171,10 @@ class zero_channel {
     senders_.push(e);
   }
   void unwatch_send(wait_entry& e) noexcept {
+    // A partner that selected the entry unlinked it before waking us (wait_list.hpp).
+    if (!e.is_linked()) {
+      return;
+    }
     std::lock_guard lock(mutex_);
     static_cast<void>(senders_.remove(e));
   }
@@ -179,6 +183,9 @@ class zero_channel {
     receivers_.push(e);
   }
   void unwatch_recv(wait_entry& e) noexcept {
+    if (!e.is_linked()) {
+      return;
+    }
     std::lock_guard lock(mutex_);
     static_cast<void>(receivers_.remove(e));
   }

@@ -28,6 +28,10 @@ class coro_root final : public task, public shared_result<R> {
     auto h = task_access::handle(self->t_);
     auto& p = h.promise();
     p.where = self->where_;
+    // Bound while it lives (resume.hpp, Accounting); unbound in its final_suspend. This runs on
+    // a worker of the executor, which cannot terminate meanwhile.
+    self->where_->bind();
+    p.counted = self->where_;
     p.on_done = &finished;
     p.on_done_arg = self;
     h.resume();

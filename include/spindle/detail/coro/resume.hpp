@@ -13,11 +13,14 @@
 // A node is a `task` (detail/executor/task.hpp), so resuming allocates nothing: the node lives
 // in the awaiter, inside the suspended coroutine's frame.
 //
-// Accounting: a target must not vanish while a coroutine suspended on it can still be woken.
-// The suspending coroutine calls `suspending()` before its wait becomes visible to wakers, and
-// each such call is ended by exactly one `resume(node)` (the waker) or `not_suspended()` (the
-// coroutine found it need not wait after all). An executor's shutdown waits until none is
-// outstanding (scheduler.hpp, Termination).
+// Accounting: a target must not vanish while a coroutine that it may have to resume is alive.
+// A coroutine is *bound* to the target that resumes it (`promise_base::counted`): ex.spawn
+// binds its root, `co_await ex.schedule()` binds the coroutine to ex (and unbinds it from its
+// previous target), and the coroutine's end unbinds it. An executor's shutdown waits until no
+// coroutine is bound to it (scheduler.hpp, Termination), so a wake that comes while a bound
+// coroutine is suspended always finds the executor running. Binding costs one RMW per
+// coroutine, not one per suspension. A task awaited by a bound coroutine inherits its target
+// without a count of its own: it ends before the coroutine that awaits it.
 //
 // `promise_base` is the part of spindle's coroutine promises that awaiters look at: the target
 // the coroutine runs on. A coroutine of another library has none; its awaiters then resume it
@@ -52,13 +55,13 @@ class resume_target {
   resume_target(resume_target const&) = delete;
   auto operator=(resume_target const&) -> resume_target& = delete;
 
-  /// A coroutine on this target is about to wait; one resume() or not_suspended() follows.
-  virtual void suspending() noexcept = 0;
-  /// Ends a suspending() whose wait completed before the coroutine suspended.
-  virtual void not_suspended() noexcept = 0;
-  /// Queues `node` to run on this target; ends one suspending().
+  /// A coroutine now counts on this target (see "Accounting").
+  virtual void bind() noexcept = 0;
+  /// Ends one bind().
+  virtual void unbind() noexcept = 0;
+  /// Queues `node` to run on this target (a waker resuming a suspended coroutine).
   virtual void resume(resume_node& node) noexcept = 0;
-  /// Queues `node` as a fresh submission (co_await ex.schedule()): no suspending() precedes it.
+  /// Queues `node` as a fresh submission (co_await ex.schedule()).
   /// Throws: std::logic_error when the target no longer accepts work (an executor that shut
   /// down, called from outside it).
   virtual void submit(resume_node& node) = 0;
@@ -78,7 +81,10 @@ inline void resume_on(resume_target* where, resume_node& node) noexcept {
 
 /// The part of spindle's promise types that awaiters read: the target the coroutine runs on.
 struct promise_base {
+  /// Where the coroutine is resumed after a wait.
   resume_target* where = nullptr;
+  /// The target this coroutine is bound to (counted by), if any; unbound when it ends.
+  resume_target* counted = nullptr;
 };
 
 /// The target of the coroutine `h`, or null for a coroutine that is not spindle's.

@@ -21,16 +21,30 @@ class schedule_awaiter {
   void await_suspend(std::coroutine_handle<Promise> h) {
     node_.handle = h;
     if constexpr (std::is_base_of_v<promise_base, Promise>) {
-      resume_target* const before = h.promise().where;
-      // Set before the submission: once submitted, a worker may resume the coroutine at once.
-      h.promise().where = target_;
+      promise_base& p = h.promise();
+      resume_target* const where_before = p.where;
+      resume_target* const counted_before = p.counted;
+      // Bound and set before the submission: once submitted, a worker may resume the coroutine
+      // at once, and nothing of it may be touched here afterwards.
+      target_->bind();
+      p.where = target_;
+      p.counted = target_;
       try {
         target_->submit(node_);
       } catch (...) {
-        h.promise().where = before;
+        p.where = where_before;
+        p.counted = counted_before;
+        target_->unbind();
         throw;
       }
+      if (counted_before != nullptr) {
+        // The coroutine leaves its previous target; this thread still runs for it (one of its
+        // workers, or the thread it was started on), so that target is still alive.
+        counted_before->unbind();
+      }
     } else {
+      // A coroutine of another library is moved once; it has no target for later waits
+      // (task.hpp), so it binds nothing.
       target_->submit(node_);
     }
   }

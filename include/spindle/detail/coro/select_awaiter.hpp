@@ -9,7 +9,7 @@
 //   - a fresh waiter whose wake is a callback (wake_thunk), not a parker; the deadline, if any,
 //     goes to the timer (detail/coro/timer.hpp), whose entry aborts the waiter;
 //   - watch every case, re-check readiness, abort if ready (as a thread does);
-//   - suspend: tell the target a coroutine is suspending, then arrive at `arrivals_`.
+//   - suspend: arrive at `arrivals_`.
 // The waker arrives at `arrivals_` too (wake_thunk). Two arrivals per round: whoever arrives
 // second continues the select, so that the round's set-up (which reads the awaiter after the
 // entries became visible to wakers) never overlaps the resumption of the coroutine on another
@@ -63,7 +63,7 @@ class select_awaiter_base {
   /// Step 1 without suspending: true when a case (or the default) completes at once.
   auto await_ready() -> bool {
     bind();
-    chosen_ = list_->try_round(biased_);
+    chosen_ = list().try_round(biased_);
     return chosen_ != no_case;
   }
 
@@ -74,7 +74,9 @@ class select_awaiter_base {
     where_ = target_of(h);
     node_.handle = h;
     node_.context = this;
-    timer_.context = this;
+    if constexpr (timed) {
+      timer_.context = this;
+    }
     return !round();
   }
 
@@ -92,13 +94,18 @@ class select_awaiter_base {
 
  private:
   static constexpr std::size_t count = sizeof...(Cases);
+  // Only an awaiter with a timeout case carries a timer entry: a suspended coroutine's frame is
+  // its whole memory cost (docs/performance.md, Coroutines).
+  static constexpr bool timed = (is_timeout_case_v<Cases> || ...);
+  struct no_timer {};
 
   void bind() noexcept {
-    if (!list_) {
-      ptrs_ = std::apply([](auto&... c) { return std::array<select_case*, count>{&c...}; }, cases_);
-      list_.emplace(std::span<select_case* const>(ptrs_));
-    }
+    ptrs_ = std::apply([](auto&... c) { return std::array<select_case*, count>{&c...}; }, cases_);
   }
+
+  /// The cases as the select loop sees them, rebuilt on use rather than stored (the default
+  /// index and the deadline never change), which keeps the frame smaller.
+  auto list() noexcept -> case_list { return case_list(std::span<select_case* const>(ptrs_)); }
 
   /// Rounds until the select completes (returns true: resume the coroutine now) or the
   /// coroutine stays suspended (returns false: a wake will continue it).
@@ -107,28 +114,25 @@ class select_awaiter_base {
       waiter_.emplace(&wake_thunk, this);
       // relaxed: nothing can arrive before the entries are watched below, which publishes it.
       arrivals_.store(0, std::memory_order_relaxed);
-      if (list_->deadline) {
-        timer_.when = *list_->deadline;
-        timer_.fire = &timer_thunk;
-        timer_service::instance().add(timer_);
-        timed_ = true;
+      case_list cases = list();
+      if constexpr (timed) {
+        if (cases.deadline) {
+          timer_.when = *cases.deadline;
+          timer_.fire = &timer_thunk;
+          timer_service::instance().add(timer_);
+          timer_armed_ = true;
+        }
       }
-      bool const ready = list_->watch_all(*waiter_);
+      bool const ready = cases.watch_all(*waiter_);
       if (ready && waiter_->try_select(waiter::aborted)) {
         if (finish_round()) {
           return true;
         }
         continue;
       }
-      if (where_ != nullptr) {
-        where_->suspending();
-      }
       // acq_rel: see the file comment; the first arrival returns, the second continues.
       if (arrivals_.fetch_add(1, std::memory_order_acq_rel) == 0) {
         return false;
-      }
-      if (where_ != nullptr) {
-        where_->not_suspended();
       }
       if (finish_round()) {
         return true;
@@ -140,16 +144,19 @@ class select_awaiter_base {
   /// everything, then accept the winning case or try every case again. Returns true when a case
   /// was chosen.
   auto finish_round() -> bool {
-    if (timed_) {
-      static_cast<void>(timer_service::instance().cancel(timer_));
-      timed_ = false;
+    if constexpr (timed) {
+      if (timer_armed_) {
+        static_cast<void>(timer_service::instance().cancel(timer_));
+        timer_armed_ = false;
+      }
     }
-    std::size_t const winner = list_->unwatch_all(waiter_->selected());
+    case_list cases = list();
+    std::size_t const winner = cases.unwatch_all(waiter_->selected());
     if (winner != no_case && ptrs_[winner]->accept()) {
       chosen_ = winner;
       return true;
     }
-    chosen_ = list_->try_round(biased_);
+    chosen_ = cases.try_round(biased_);
     return chosen_ != no_case;
   }
 
@@ -166,6 +173,7 @@ class select_awaiter_base {
 
   /// The deadline passed: abort the waiter unless a waker won it first.
   static void timer_thunk(timer_entry* t) noexcept {
+    static_assert(timed);
     auto* self = static_cast<select_awaiter_base*>(t->context);
     if (self->waiter_->try_select(waiter::aborted)) {
       self->waiter_->wake();
@@ -193,15 +201,14 @@ class select_awaiter_base {
   }
 
   std::tuple<Cases...> cases_;
-  bool biased_;
   std::array<select_case*, count> ptrs_{};
-  std::optional<case_list> list_;
   std::size_t chosen_ = no_case;
   std::optional<waiter> waiter_;
   atomic<std::uint32_t> arrivals_{0};
+  bool biased_;
+  bool timer_armed_ = false;
   resume_target* where_ = nullptr;
-  bool timed_ = false;
-  timer_entry timer_;
+  [[no_unique_address]] std::conditional_t<timed, timer_entry, no_timer> timer_;
   resume_node node_;
   std::exception_ptr error_;
 };

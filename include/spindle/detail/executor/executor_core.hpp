@@ -53,6 +53,7 @@
 #include <spindle/detail/executor/worker_ctx.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/backoff.hpp>
+#include <spindle/detail/sync/blocking_hook.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/parker.hpp>
@@ -231,19 +232,19 @@ class executor_core final : public scheduler, public resume_target {
   }
 
   // Coroutines (detail/coro/resume.hpp): this executor as the target of suspended coroutines.
-  void suspending() noexcept override {
-    // seq_cst: see suspended_ in scheduler.hpp; read by try_terminate().
-    suspended_.value.fetch_add(1, std::memory_order_seq_cst);
+  void bind() noexcept override {
+    // seq_cst: see coroutines_ in scheduler.hpp; read by try_terminate(). Raised by a thread
+    // that runs for the executor (a worker, or one about to submit to it), so termination is
+    // not decided meanwhile.
+    coroutines_.value.fetch_add(1, std::memory_order_seq_cst);
   }
-  void not_suspended() noexcept override {
-    // seq_cst: as in suspending(). The caller runs on this executor (a worker, or the thread
-    // that is about to hand the coroutine over), so termination is not pending on this count.
-    suspended_.value.fetch_sub(1, std::memory_order_seq_cst);
+  void unbind() noexcept override {
+    // seq_cst: as in bind(). Lowered by the coroutine itself while it runs on a worker (its
+    // end, or a move to another executor), so the worker is not idle yet.
+    coroutines_.value.fetch_sub(1, std::memory_order_seq_cst);
   }
   void resume(resume_node& node) noexcept override {
     push_resumed(&node);
-    // seq_cst: lowered only after the resumption is queued, see try_terminate().
-    suspended_.value.fetch_sub(1, std::memory_order_seq_cst);
   }
   void submit(resume_node& node) override {
     scheduler::submit(&node);
@@ -301,10 +302,17 @@ class executor_core final : public scheduler, public resume_target {
  private:
   void worker_main(worker_ctx& w) {
     current_worker = &w;
+    current_blocking_hook = blocking_hook{&flush_next_thunk, &w};
     while (task* t = next_task(w, nullptr)) {
       run(w, t);
     }
+    current_blocking_hook = blocking_hook{};
     current_worker = nullptr;
+  }
+
+  static void flush_next_thunk(void* arg) noexcept {
+    auto& w = *static_cast<worker_ctx*>(arg);
+    w.core->flush_next(w);
   }
 
   void release_guest(worker_ctx& g) noexcept {

@@ -35,12 +35,11 @@
 //                when a thread failed to start).
 //   guests_      guests in their slots; seq_cst RMWs (G1)/(G2) in executor_core.hpp, read by
 //                try_terminate().
-//   suspended_   coroutines suspended with this executor as their target (detail/coro/resume.hpp):
-//                raised before a wait becomes visible to its wakers, lowered after the waker
-//                queued the resumption (push_resumed) or when the wait ended before suspending;
-//                seq_cst RMWs, read by try_terminate(). A suspended coroutine is accepted work:
-//                shutdown waits for it, and its resumption is queued even after the injector
-//                closed.
+//   coroutines_  coroutines bound to this executor (detail/coro/resume.hpp, Accounting): raised
+//                when one is spawned or scheduled onto it, lowered when it ends or moves away;
+//                seq_cst RMWs, read by try_terminate(). A bound coroutine is accepted work, also
+//                while it is suspended: shutdown waits for it, and its resumption is queued
+//                even after the injector closed.
 //   worker_ctx   see worker_ctx.hpp.
 
 #include <spindle/deque.hpp>
@@ -59,9 +58,14 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// Runs of a worker's `next` slot in a row before its task goes to the deque (tokio allows 3
+/// per tick; a longer streak keeps a coroutine ping-pong on one warm core longer).
+inline constexpr std::uint32_t max_next_streak = 16;
 
 /// Checks the injector first every this many tasks (tokio and Go use 61).
 inline constexpr std::uint32_t injector_interval = 61;
@@ -130,9 +134,26 @@ class scheduler {
   /// Queues the resumption of a suspended coroutine: as submit(), but accepted during shutdown
   /// (the coroutine was accepted before), and never throwing: if the queue cannot grow, the
   /// task runs here, on the waker's thread.
+  ///
+  /// On a worker the resumption goes to the worker's `next` slot (worker_ctx.hpp) without waking
+  /// anyone: the worker runs it as soon as the current task returns or suspends, which for two
+  /// coroutines passing messages is at once, on a warm cache (tokio's LIFO slot, tokio
+  /// src/runtime/scheduler/multi_thread/worker.rs, schedule_local). A resumption already in
+  /// the slot moves to the deque, with the usual wake-up, so it can be stolen. What keeps the
+  /// slot live: a worker about to block its thread in a channel wait hands the slot to its
+  /// deque first (flush_next, through detail::before_blocking), and find_task takes the slot at
+  /// most `max_next_streak` times in a row before it yields it to the deque.
   void push_resumed(task* t) noexcept {
+    worker_ctx* const w = local();
+    if (w != nullptr && !w->guest) {
+      task* const displaced = std::exchange(w->next, t);
+      if (displaced == nullptr) {
+        return;
+      }
+      t = displaced;
+    }
     try {
-      if (worker_ctx* const w = local()) {
+      if (w != nullptr) {
         w->deque.push(t);
       } else {
         static_cast<void>(injector_.push(t, /*even_closed=*/true));
@@ -145,6 +166,23 @@ class scheduler {
     fence_seq_cst();
     if (idle_.should_wake()) {
       idle_.wake_one();
+    }
+  }
+
+  /// Moves the calling worker's `next` task to its deque, where thieves see it (with the (N1)
+  /// wake-up): called before the worker's thread blocks outside the scheduler.
+  void flush_next(worker_ctx& w) noexcept {
+    if (task* const t = std::exchange(w.next, nullptr)) {
+      try {
+        w.deque.push(t);
+      } catch (...) {
+        t->run(t);
+        return;
+      }
+      fence_seq_cst();
+      if (idle_.should_wake()) {
+        idle_.wake_one();
+      }
     }
   }
 
@@ -303,6 +341,17 @@ class scheduler {
         return t;
       }
     }
+    if (w.next != nullptr) {
+      if (++w.next_streak <= max_next_streak) {
+        return std::exchange(w.next, nullptr);
+      }
+      // Two coroutines passing messages would keep the worker to themselves: let the slot's
+      // task queue up behind the deque, where others may steal it.
+      w.next_streak = 0;
+      flush_next(w);
+    } else {
+      w.next_streak = 0;
+    }
     if (auto t = w.deque.pop()) {
       return *t;
     }
@@ -452,9 +501,10 @@ class scheduler {
     if (guests_.value.load(std::memory_order_seq_cst) != 0) {
       return false;
     }
-    // seq_cst: pairs with the RMWs on suspended_ in executor_core: a waker lowers it only after
-    // queueing the resumption, which work_visible() below then sees.
-    if (suspended_.value.load(std::memory_order_seq_cst) != 0) {
+    // seq_cst: pairs with the RMWs on coroutines_ in executor_core (bind/unbind). A bound
+    // coroutine, suspended or not, may still produce work; it is lowered only by the coroutine
+    // itself, running on a worker that is then not idle.
+    if (coroutines_.value.load(std::memory_order_seq_cst) != 0) {
       return false;
     }
     if (work_visible()) {
@@ -479,8 +529,8 @@ class scheduler {
   cache_padded<atomic<std::size_t>> idle_top_{};
   // INVARIANT: the number of claimed guest slots whose owner has not left.
   cache_padded<atomic<std::size_t>> guests_{};
-  // INVARIANT: suspended coroutines targeting this executor whose resumption is not queued yet.
-  cache_padded<atomic<std::size_t>> suspended_{};
+  // INVARIANT: the number of live coroutines bound to this executor.
+  cache_padded<atomic<std::size_t>> coroutines_{};
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -6,7 +6,7 @@
 // Synchronization:
 //   deque          the owner side is used by the worker (or the guest holding the slot) only;
 //                  the stealer side by every other worker (detail/deque/deque_state.hpp).
-//   tick, rng, searching, force_search, previous  the owning thread only.
+//   next, next_streak, tick, rng, searching, force_search, previous  the owning thread only.
 //   counters       written by the owner (relaxed), read by executor_core::stats() (relaxed).
 //   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
 //                  back (hands the slot's deque and parker from one guest to the next).
@@ -46,6 +46,12 @@ struct worker_ctx {
   scheduler* core;  // the executor_core (a scheduler) this context belongs to
   std::size_t index;
   spindle::deque_owner<task*> deque{deque_order::lifo};
+  // The resumption of a coroutine that this worker woke (tokio's LIFO slot): run next, before
+  // the deque, and not offered to thieves, so a coroutine that wakes another and then suspends
+  // hands the worker over without a queue round trip or a wake-up of another worker. See
+  // scheduler::push_resumed for the limits that keep it live.
+  task* next = nullptr;
+  std::uint32_t next_streak = 0;
   std::uint32_t tick = 0;
   std::uint32_t rng;
   bool searching = false;

@@ -111,7 +111,6 @@ class recv_case : public select_case {
   }
   void watch(waiter& w) noexcept override {
     entry_.emplace(w, &packet_);
-    op_ = entry_->operation();
     ch_->watch_recv(*entry_);
   }
   [[nodiscard]] auto ready(waiter const& w) const noexcept -> bool override {
@@ -124,7 +123,7 @@ class recv_case : public select_case {
     }
   }
   [[nodiscard]] auto owns(std::uintptr_t selection) const noexcept -> bool override {
-    return selection == op_;
+    return entry_ && selection == entry_->operation();
   }
   auto accept() -> bool override {
     if (ch_->hands_off()) {
@@ -147,7 +146,6 @@ class recv_case : public select_case {
   // The rendezvous flavour's hand-off storage while the entry is watched.
   std::optional<T> packet_;
   std::optional<wait_entry> entry_;
-  std::uintptr_t op_ = 0;
 };
 
 /// Sends the caller's value; the handler gets send_result<T>: sent, or closed with the value
@@ -170,7 +168,6 @@ class send_case : public select_case {
     // A rendezvous receiver that selects this entry moves the value out of the caller's
     // variable directly (zero_channel::take).
     entry_.emplace(w, value_);
-    op_ = entry_->operation();
     ch_->watch_send(*entry_);
   }
   [[nodiscard]] auto ready(waiter const& w) const noexcept -> bool override {
@@ -183,7 +180,7 @@ class send_case : public select_case {
     }
   }
   [[nodiscard]] auto owns(std::uintptr_t selection) const noexcept -> bool override {
-    return selection == op_;
+    return entry_ && selection == entry_->operation();
   }
   auto accept() -> bool override {
     if (ch_->hands_off()) {
@@ -211,7 +208,6 @@ class send_case : public select_case {
   F f_;
   send_status status_ = send_status::full;
   std::optional<wait_entry> entry_;
-  std::uintptr_t op_ = 0;
 };
 
 /// Chosen once its deadline has passed and no other case was ready before.
@@ -232,6 +228,12 @@ class timeout_case : public select_case {
   steady_time deadline_;
   F f_;
 };
+
+/// Whether `C` is a timeout case (an awaiter that holds none needs no timer entry).
+template <class C>
+inline constexpr bool is_timeout_case_v = false;
+template <class F>
+inline constexpr bool is_timeout_case_v<timeout_case<F>> = true;
 
 /// Chosen when no other case is ready at once: the select does not block (Go's `default:`).
 template <class F>

@@ -34,9 +34,10 @@
 //   4. `wait` (park), then `remove` the entry unless the selector already removed it.
 //
 // Synchronization: `waiter::selected_` is written once by CAS (any thread) and read by the
-// owner; `waiter::packet_` is written by the selector before `wake()` and read by the owner
-// after it. A queue's links and every `wait_entry::linked` flag are guarded by the mutex of
-// whoever owns the queue. `wait_list::is_empty_` is written under the mutex, read without it.
+// owner; a hand-off through an entry's `packet` is written by the selector before `wake()`
+// and read by the owner after it. A queue's links and every `wait_entry::linked` flag are guarded
+// by the mutex of whoever owns the queue. `wait_list::is_empty_` is written under the mutex, read
+// without it.
 //
 // Happens-before: whatever the selector did before `wake()` (a hand-off into the entry's
 // packet, for instance) is visible to the waiter once `wait()` returns.
@@ -44,6 +45,7 @@
 // Progress: push/remove/notify take a short lock; `notify_one` on an empty list is wait-free.
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/blocking_hook.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/parker.hpp>
@@ -100,19 +102,6 @@ class waiter {
     return selected_.load(std::memory_order_acquire);
   }
 
-  /// Leaves a pointer for the owner to read after `wait()` (set by the selector, before wake).
-  void store_packet(void* packet) noexcept {
-    // relaxed: published to the owner by the release in wake() (parker::unpark), which the
-    // owner acquires before it calls packet().
-    packet_.store(packet, std::memory_order_relaxed);
-  }
-
-  /// The pointer left by the selector, or null.
-  [[nodiscard]] auto packet() const noexcept -> void* {
-    // relaxed: read after wait() returned, which acquired the selector's wake().
-    return packet_.load(std::memory_order_relaxed);
-  }
-
   /// Wakes the owner. Called exactly once, by the party whose try_select() won.
   /// After the parker's token hand-over this function does not touch the waiter again: the
   /// owner may return (and destroy the waiter) as soon as it consumed the token.
@@ -132,6 +121,7 @@ class waiter {
   /// Preconditions: called by the thread that owns this waiter, which was built without a
   /// callback.
   auto wait(std::optional<steady_time> deadline) noexcept -> std::uintptr_t {
+    before_blocking();
     if (deadline) {
       if (parker_.park_until(*deadline)) {
         return selected();
@@ -149,7 +139,6 @@ class waiter {
  private:
   // INVARIANT: moves away from `waiting` at most once.
   atomic<std::uintptr_t> selected_{waiting};
-  atomic<void*> packet_{nullptr};
   parker parker_;
   wake_fn wake_fn_ = nullptr;
   void* wake_arg_ = nullptr;
@@ -167,13 +156,23 @@ struct wait_entry {
     return reinterpret_cast<std::uintptr_t>(this);
   }
 
+  /// Whether the entry is in a queue (see is_linked()).
+  [[nodiscard]] auto is_linked() const noexcept -> bool {
+    // acquire: pairs with the release store in wait_queue::remove(). A selector unlinks the
+    // entry it selected before it wakes the owner, so an owner woken through this entry reads
+    // false here and may skip the queue's lock; an entry nobody selected reads true.
+    return linked.load(std::memory_order_acquire);
+  }
+
   waiter* owner;
   /// Hand-off storage of the waiting operation (a rendezvous passes the value through it).
   void* packet;
   // Guarded by the queue owner's mutex.
   wait_entry* prev = nullptr;
   wait_entry* next = nullptr;
-  bool linked = false;
+  // Written under the queue owner's mutex; read without it only by the entry's owner
+  // (is_linked), after its wait was selected.
+  atomic<bool> linked{false};
 };
 
 static_assert(waiter::first_operation <= alignof(wait_entry),
@@ -186,7 +185,9 @@ class wait_queue {
   [[nodiscard]] auto empty() const noexcept -> bool { return head_ == nullptr; }
 
   void push(wait_entry& e) noexcept {
-    SPINDLE_ASSERT(!e.linked, "a wait entry is in one queue at a time");
+    // relaxed: under the queue owner's mutex.
+    SPINDLE_ASSERT(!e.linked.load(std::memory_order_relaxed),
+                   "a wait entry is in one queue at a time");
     e.prev = tail_;
     e.next = nullptr;
     if (tail_ != nullptr) {
@@ -195,18 +196,22 @@ class wait_queue {
       head_ = &e;
     }
     tail_ = &e;
-    e.linked = true;
+    // relaxed: under the queue owner's mutex; the owner reads it only after its own push.
+    e.linked.store(true, std::memory_order_relaxed);
   }
 
   /// Unlinks `e` if it is still in the queue; returns whether it was.
   auto remove(wait_entry& e) noexcept -> bool {
-    if (!e.linked) {
+    // relaxed: under the queue owner's mutex.
+    if (!e.linked.load(std::memory_order_relaxed)) {
       return false;
     }
     (e.prev != nullptr ? e.prev->next : head_) = e.next;
     (e.next != nullptr ? e.next->prev : tail_) = e.prev;
     e.prev = e.next = nullptr;
-    e.linked = false;
+    // release: pairs with the acquire load in wait_entry::is_linked(); the unlinking is the
+    // last write to the entry by anyone but its owner.
+    e.linked.store(false, std::memory_order_release);
     return true;
   }
 
@@ -292,7 +297,13 @@ class wait_list {
   }
 
   /// Unregisters `e` if it is still linked (a selector may have unlinked it already).
+  ///
+  /// Preconditions: the owner's wait has ended (woken, or aborted by the owner itself): then an
+  /// entry found unlinked without the lock stays unlinked, and the lock is skipped.
   void remove(wait_entry& e) noexcept {
+    if (!e.is_linked()) {
+      return;
+    }
     std::lock_guard lock(mutex_);
     if (queue_.remove(e)) {
       // relaxed: guarded by mutex_; a stale `false` seen by notify_one() only costs it the lock.
