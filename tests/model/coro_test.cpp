@@ -9,6 +9,7 @@
 // hand-off in which both the suspending side and the waker may resume the coroutine.
 #include <spindle/async.hpp>
 #include <spindle/channel.hpp>
+#include <spindle/executor.hpp>
 #include <spindle/select.hpp>
 #include <spindle/task.hpp>
 
@@ -160,6 +161,62 @@ void suspend_races_wake() {
   model::check(resumed.get() == 1, "the coroutine was never resumed");
 }
 
+auto receive_one(spindle::receiver<int> rx, model::plain<int>& got) -> spindle::task<int> {
+  auto v = co_await rx.async_recv();
+  got.set(v ? *v : -1);
+  co_return v ? *v : -1;
+}
+
+/// A coroutine spawned on an executor suspends in async_recv; an outside thread sends while
+/// the executor shuts down. Shutdown must wait for the bound coroutine (a wake after the
+/// workers exited would touch a dead executor) and the coroutine must get the value, once.
+void shutdown_waits_for_suspended_coroutine(std::size_t workers) {
+  auto [tx, rx] = spindle::bounded<int>(1);
+  model::plain<int> got;
+  {
+    spindle::executor ex(workers);
+    // Detached: only shutdown waits for it.
+    ex.spawn(receive_one(rx, got)).detach();
+    model::thread sender([tx = tx]() mutable { model::check(tx.send(5).is_sent(), "sent"); });
+    sender.join();
+    // ~executor: shutdown runs while the coroutine may still be suspended.
+  }
+  // The race detector also checks that the coroutine's write happens-before shutdown's return.
+  model::check(got.get() == 5, "the coroutine finished before shutdown returned");
+}
+
+auto ping(spindle::sender<int> out, spindle::receiver<int> in, int& sum) -> spindle::task<void> {
+  for (int i = 1; i <= 2; ++i) {
+    model::check((co_await out.async_send(i)).is_sent(), "sent");
+    auto v = co_await in.async_recv();
+    model::check(v.has_value(), "pong answered");
+    sum += *v;
+  }
+}
+
+auto pong(spindle::sender<int> out, spindle::receiver<int> in) -> spindle::task<void> {
+  while (auto v = co_await in.async_recv()) {
+    model::check((co_await out.async_send(*v * 10)).is_sent(), "sent");
+  }
+}
+
+/// Two coroutines on one executor pass messages (each wakes the other into its worker's next
+/// slot); the sum proves each message went through once, and shutdown ends.
+void coroutines_ping_pong(std::size_t workers) {
+  auto [a_tx, a_rx] = spindle::bounded<int>(1);
+  auto [b_tx, b_rx] = spindle::bounded<int>(1);
+  int sum = 0;
+  {
+    spindle::executor ex(workers);
+    auto hp = ex.spawn(pong(b_tx, a_rx));
+    auto hi = ex.spawn(ping(a_tx, b_rx, sum));
+    hi.join();
+    a_tx.close();
+    hp.join();
+  }
+  model::check(sum == 30, "every ping was answered once");
+}
+
 auto quiet(model::options o) -> model::options {
   o.quiet = true;
   o.use_environment = false;
@@ -226,4 +283,26 @@ TEST(ModelCoro, SeededDoubleResumeIsCaught) {
       "after %llu executions; replay %s\n",
       model::to_string(r.failure), static_cast<unsigned long long>(r.executions),
       r.schedule.c_str());
+}
+
+TEST(ModelCoro, ShutdownWaitsForSuspendedCoroutine) {
+  for (std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    auto body = [workers] { shutdown_waits_for_suspended_coroutine(workers); };
+    explore_and_report(workers == 1 ? "shutdown vs suspended coroutine, 1 worker, pct d=3"
+                                    : "shutdown vs suspended coroutine, 2 workers, pct d=3",
+                       model::pct_schedules(1507, budget(500), 3), body);
+    explore_and_report(workers == 1
+                           ? "shutdown vs suspended coroutine, 1 worker, random + buffers"
+                           : "shutdown vs suspended coroutine, 2 workers, random + buffers",
+                       tso(model::random_schedules(1508, budget(300))), body);
+  }
+}
+
+TEST(ModelCoro, PingPongThroughTheNextSlot) {
+  for (std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    auto body = [workers] { coroutines_ping_pong(workers); };
+    explore_and_report(workers == 1 ? "coroutine ping-pong, 1 worker, pct d=3"
+                                    : "coroutine ping-pong, 2 workers, pct d=3",
+                       model::pct_schedules(1509, budget(300), 3), body);
+  }
 }
