@@ -18,11 +18,15 @@
 //     channel is closed (`closed`, and the value is handed back in the result, as
 //     sender::send() does). A case that is not chosen leaves its channel and its value
 //     untouched.
-//   - on_timeout(d, f) / on_deadline(t, f): chosen when nothing else was ready before the
-//     deadline (saturating as every timeout in the library: detail/sync/deadline.hpp). The
-//     deadline is fixed when the case is made.
+//   - on_timeout(d, f) / on_deadline(t, f): chosen when no channel case is ready once the
+//     deadline has passed (saturating as every timeout in the library:
+//     detail/sync/deadline.hpp). The deadline is fixed when the case is made.
+//   - on_stop(token, f): chosen once stop is requested and no channel case is ready; a request
+//     wakes a waiting select.
+//   - So a channel case that is ready always wins over an expired timeout or a stop request
+//     (as recv_for and recv(stop_token) receive a value that is there); among several expired
+//     timeouts and requested stops, the earliest in the argument list wins.
 //   - on_default(f): chosen at once when no other case is ready: the select does not block.
-//   - on_stop(token, f): chosen once stop is requested; a request wakes a waiting select.
 //   - Every channel flavour works, the rendezvous included: a rendezvous case pairs with a
 //     blocked partner (or another select) exactly as a plain send or recv would.
 //   - A handler may also take no argument.

@@ -66,6 +66,10 @@ class select_case {
   }
   /// Whether this is the case that runs when nothing else is ready (on_default).
   [[nodiscard]] virtual auto is_default() const noexcept -> bool { return false; }
+  /// Whether this is a channel operation. The others (a timeout, a stop) are tried only after
+  /// every channel case failed: a value ready in time is never lost to an expired deadline or a
+  /// stop request, as recv_for and recv(stop_token) behave.
+  [[nodiscard]] virtual auto is_channel() const noexcept -> bool { return false; }
 
  protected:
   // Cases are moved into an awaiter before any use; the registration state is never moved.
@@ -96,6 +100,7 @@ class recv_case : public select_case {
   recv_case(recv_case&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
       : select_case(std::move(other)), ch_(other.ch_), f_(std::move(other.f_)) {}
 
+  [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
   auto try_fire() -> bool override {
     auto r = ch_->try_recv();
     switch (r.status) {
@@ -160,6 +165,7 @@ class send_case : public select_case {
         value_(other.value_),
         f_(std::move(other.f_)) {}
 
+  [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
   auto try_fire() -> bool override {
     status_ = ch_->try_send(*value_);
     return status_ != send_status::full;

@@ -70,13 +70,15 @@ struct case_list {
       if (cases[i]->is_default()) {
         default_index = i;
       }
-      if (auto d = cases[i]->deadline(); d && (!deadline || *d < *deadline)) {
-        deadline = d;
+      if (auto const d = cases[i]->deadline()) {
+        deadline = deadline ? std::min(*deadline, *d) : *d;
       }
     }
   }
 
-  /// Step 1: the first case that completes without blocking, or no_case.
+  /// Step 1: the first case that completes without blocking, or no_case. Channel cases
+  /// first, from a random start (or in order, biased); then, in order, a timeout that has
+  /// expired or a stop that was requested (see select_case::is_channel).
   auto try_all(bool biased) -> std::size_t {
     std::size_t const n = cases.size();
     if (n == 0) {
@@ -85,7 +87,12 @@ struct case_list {
     std::size_t const start = biased ? 0 : select_start(n);
     for (std::size_t k = 0; k < n; ++k) {
       std::size_t const i = start + k < n ? start + k : start + k - n;
-      if (cases[i]->try_fire()) {
+      if (cases[i]->is_channel() && cases[i]->try_fire()) {
+        return i;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!cases[i]->is_channel() && cases[i]->try_fire()) {
         return i;
       }
     }
