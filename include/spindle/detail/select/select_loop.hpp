@@ -4,9 +4,14 @@
 //
 // Algorithm: crossbeam-channel's `run_select` (crossbeam-rs/crossbeam:
 // crossbeam-channel/src/select.rs) on spindle's wait list:
-//   1. Try every case once without blocking, from a random start (select) or from the first
-//      (select_biased). The first that completes is chosen. If none does and there is a default
-//      case, it is chosen.
+//   1. Try every channel case once without blocking, from a random start (select) or from the
+//      first (select_biased); then, in order, the timeouts and stops (an expired deadline, a
+//      requested stop). The first that completes is chosen. If none does and there is a
+//      default case, it is chosen.
+//   1a. A thread keeps trying for the wait budget of a blocked receive
+//      (detail/channel/wait_budget.hpp: yields for up to ~100 us), since parking and being woken
+//      costs more than a message's round trip. A coroutine goes on at once: it suspends, and
+//      its worker runs other coroutines.
 //   2. Otherwise make a fresh waiter, `watch` it on every case's channel side (one entry per
 //      case, all owned by the one waiter), then re-check each case's readiness with seq_cst
 //      loads: the Dekker pair with every waker's state change and is_empty load
@@ -30,6 +35,8 @@
 //
 // Allocation: none; the waiter and the entries live in the select's frame and in its cases.
 
+#include <spindle/detail/channel/wait_budget.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/select/cases.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/backoff.hpp>
@@ -149,10 +156,21 @@ inline auto run_select(std::span<select_case* const> cases, bool biased) -> std:
     throw std::invalid_argument("spindle::select needs at least one case");
   }
   backoff spin;
+  wait_options options;
+  options.deadline = list.deadline;
   for (;;) {
     if (auto const i = list.try_round(biased); i != no_case) {
       cases[i]->fire();
       return i;
+    }
+    // Keep trying for a while before registering and parking, as a blocked recv does
+    // (wait_budget: a wake-up costs more than a message's round trip). Yields only, no polls:
+    // the cases' senders may be the threads waiting for this core.
+    for (wait_budget budget(options, 0); budget.keep_trying();) {
+      if (auto const i = list.try_all(biased); i != no_case) {
+        cases[i]->fire();
+        return i;
+      }
     }
     std::size_t winner = no_case;
     bool was_ready = false;
