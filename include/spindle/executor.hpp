@@ -97,7 +97,7 @@ class executor {
   /// Throws: std::invalid_argument if workers == 0; std::system_error if a thread cannot
   /// start; std::bad_alloc.
   explicit executor(std::size_t workers, unhandled_exception_handler on_unhandled = {})
-      : core_(std::make_unique<detail::executor_core>(workers, std::move(on_unhandled))) {}
+      : core_(new detail::executor_core(workers, std::move(on_unhandled))) {}
 
   executor(executor const&) = delete;
   auto operator=(executor const&) -> executor& = delete;
@@ -204,7 +204,14 @@ class executor {
 
   static auto default_workers() noexcept -> std::size_t { return detail::available_cpus(); }
 
-  std::unique_ptr<detail::executor_core> core_;
+  /// Shuts the core down and drops the handle's reference (executor_core.hpp, "Lifetime").
+  struct core_release {
+    void operator()(detail::executor_core* core) const noexcept {
+      detail::executor_core::release_handle(core);
+    }
+  };
+
+  std::unique_ptr<detail::executor_core, core_release> core_;
 };
 
 inline auto detail::core_of(executor& ex) noexcept -> executor_core& {

@@ -243,11 +243,47 @@ class executor_core final : public scheduler, public resume_target {
     // end, or a move to another executor), so the worker is not idle yet.
     coroutines_.value.fetch_sub(1, std::memory_order_seq_cst);
   }
+  // Lifetime: a waker outside the executor (a thread's send, the timer thread, another
+  // executor's worker) queues a resumption and then still touches the executor (the injector's
+  // lock, the (N1) wake-up). Once queued, the coroutine may run, end, unbind, and let shutdown
+  // finish and the executor's handle go, all before the waker returns. So such a waker holds a
+  // reference to the core across the hand-over (taken while the suspended coroutine, still
+  // bound, keeps the executor alive), and whoever drops the last reference deletes the core:
+  // the executor's handle (after shutdown) or that waker.
   void resume(resume_node& node) noexcept override {
+    if (local() != nullptr) {
+      push_resumed(&node);
+      return;
+    }
+    ref();
     push_resumed(&node);
+    unref();
   }
   void submit(resume_node& node) override {
-    scheduler::submit(&node);
+    if (local() != nullptr) {
+      scheduler::submit(&node);
+      return;
+    }
+    ref();
+    try {
+      scheduler::submit(&node);
+    } catch (...) {
+      unref();
+      throw;
+    }
+    unref();
+  }
+
+  /// The executor's handle lets go: shut down (every accepted task and bound coroutine
+  /// finishes), then drop the handle's reference (see "Lifetime" above).
+  static void release_handle(executor_core* core) noexcept {
+    // A guest too: the workers cannot terminate while it holds its slot.
+    if (core->local() != nullptr) {
+      std::fputs("spindle: executor destroyed from one of its own workers or guests\n", stderr);
+      std::terminate();
+    }
+    core->shutdown();
+    core->unref();
   }
   using scheduler::submit;
 
@@ -378,6 +414,21 @@ class executor_core final : public scheduler, public resume_target {
   mutex handler_mu_;
   exception_handler handler_;
   mutex shutdown_mu_;
+
+  void ref() noexcept {
+    // relaxed: taken while another reference (the handle's) is known to be held.
+    refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void unref() noexcept {
+    // acq_rel: release orders this holder's accesses before the delete; acquire makes every
+    // other holder's accesses visible to whichever deletes.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
+  }
+
+  // INVARIANT: the executor's handle (until its destructor) plus outside wakers in progress.
+  atomic<std::size_t> refs_{1};
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
