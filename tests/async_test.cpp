@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/receipts.hpp"
 #include "support/sizes.hpp"
 #include "support/tracked.hpp"
 
@@ -97,42 +98,10 @@ void wait_for_count(std::atomic<int> const& count, int n) {
 /// deadlock, reported as such (the executor's destructor would otherwise wait forever).
 template <class R>
 void finish_within(spindle::join_handle<R> const& h, std::chrono::seconds limit, char const* what) {
-  auto const deadline = clock_type::now() + limit;
-  while (!h.is_ready()) {
-    if (clock_type::now() > deadline) {
-      std::fprintf(stderr, "hang: %s did not finish within %llds\n", what,
-                   static_cast<long long>(limit.count()));
-      std::abort();
-    }
-    std::this_thread::sleep_for(1ms);
-  }
+  spindle_test::wait_until([&h] { return h.is_ready(); }, limit, what);
 }
 
-/// Who received which id: each must be seen exactly once.
-class ledger {
- public:
-  explicit ledger(std::size_t ids) : seen_(ids) {}
-
-  void record(tracked const& t) {
-    // relaxed: counters read after every party is joined.
-    seen_.at(t.id()).fetch_add(1, std::memory_order_relaxed);
-    sum_.fetch_add(t.id(), std::memory_order_relaxed);
-  }
-
-  /// Ids received other than exactly once.
-  [[nodiscard]] auto wrong() const -> std::size_t {
-    std::size_t n = 0;
-    for (auto const& s : seen_) {
-      n += s.load(std::memory_order_relaxed) == 1 ? 0 : 1;
-    }
-    return n;
-  }
-  [[nodiscard]] auto sum() const -> std::uint64_t { return sum_.load(std::memory_order_relaxed); }
-
- private:
-  std::vector<std::atomic<std::uint8_t>> seen_;
-  std::atomic<std::uint64_t> sum_{0};
-};
+using ledger = spindle_test::id_ledger;
 
 // ---- Coroutines the tests run ----------------------------------------------------------------
 
@@ -158,7 +127,7 @@ auto consume(spindle::receiver<tracked> rx, ledger* book) -> spindle::task<std::
     if (!v) {
       break;
     }
-    book->record(*v);
+    book->record(v->id());
     ++n;
   }
   co_return n;

@@ -28,6 +28,7 @@ namespace model = spindle::model;
 using spindle_test::budget;
 using spindle_test::expect_each_of_once;
 using spindle_test::explore_and_report;
+using spindle_test::quiet;
 using spindle_test::tso;
 
 namespace {
@@ -215,12 +216,6 @@ void coroutines_ping_pong(std::size_t workers) {
     hp.join();
   }
   model::check(sum == 30, "every ping was answered once");
-}
-
-auto quiet(model::options o) -> model::options {
-  o.quiet = true;
-  o.use_environment = false;
-  return o;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ using spindle::send_status;
 using spindle_test::budget;
 using spindle_test::expect_each_of_once;
 using spindle_test::explore_and_report;
+using spindle_test::quiet;
 using spindle_test::tso;
 
 namespace {
@@ -268,12 +269,6 @@ struct buggy_select {
     }
   }
 };
-
-auto quiet(model::options o) -> model::options {
-  o.quiet = true;
-  o.use_environment = false;
-  return o;
-}
 
 template <select_bug Bug>
 void expect_caught(char const* name) {

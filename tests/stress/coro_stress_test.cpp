@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/receipts.hpp"
 #include "support/sizes.hpp"
 #include "support/tracked.hpp"
 
@@ -54,53 +55,8 @@ auto make_channel(std::size_t capacity) -> endpoints<T> {
   return {std::move(ch.first), std::move(ch.second)};
 }
 
-/// Aborts with a message when `done()` does not become true within `limit`: a lost wake-up or a
-/// deadlock would otherwise hang the test (and the executor's destructor).
-template <class Done>
-void wait_until(Done done, std::chrono::seconds limit, char const* what) {
-  auto const deadline = clock_type::now() + limit;
-  while (!done()) {
-    if (clock_type::now() > deadline) {
-      std::fprintf(stderr, "hang: %s not reached within %llds\n", what,
-                   static_cast<long long>(limit.count()));
-      std::abort();
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-}
-
-/// Per id: how many times it was received (must be at most once).
-class ledger {
- public:
-  explicit ledger(std::size_t ids) : seen_(ids) {}
-
-  void record(std::uint64_t id) {
-    // relaxed: read after every party is joined.
-    seen_.at(id).fetch_add(1, std::memory_order_relaxed);
-    sum_.fetch_add(id, std::memory_order_relaxed);
-    count_.fetch_add(1, std::memory_order_relaxed);
-  }
-  [[nodiscard]] auto times(std::uint64_t id) const -> std::uint32_t {
-    return seen_.at(id).load(std::memory_order_relaxed);
-  }
-  [[nodiscard]] auto count() const -> std::uint64_t {
-    return count_.load(std::memory_order_relaxed);
-  }
-  [[nodiscard]] auto sum() const -> std::uint64_t { return sum_.load(std::memory_order_relaxed); }
-  /// Ids in [0, n) not received exactly once.
-  [[nodiscard]] auto wrong(std::uint64_t n) const -> std::uint64_t {
-    std::uint64_t w = 0;
-    for (std::uint64_t id = 0; id < n; ++id) {
-      w += times(id) == 1 ? 0 : 1;
-    }
-    return w;
-  }
-
- private:
-  std::vector<std::atomic<std::uint32_t>> seen_;
-  std::atomic<std::uint64_t> sum_{0};
-  std::atomic<std::uint64_t> count_{0};
-};
+using spindle_test::wait_until;
+using ledger = spindle_test::id_ledger;
 
 // ---- (a) Many suspended coroutines -----------------------------------------------------------
 

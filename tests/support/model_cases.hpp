@@ -35,6 +35,14 @@ inline auto tso(spindle::model::options o) -> spindle::model::options {
   return o;
 }
 
+/// `o` for an exploration that is expected to fail (a seeded bug): no report on stderr, and no
+/// SPINDLE_MODEL_* environment overrides.
+inline auto quiet(spindle::model::options o) -> spindle::model::options {
+  o.quiet = true;
+  o.use_environment = false;
+  return o;
+}
+
 /// Bound of the indices the helpers below count.
 inline constexpr std::size_t max_index = 48;
 

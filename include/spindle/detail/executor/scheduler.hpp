@@ -147,42 +147,19 @@ class scheduler {
     worker_ctx* const w = local();
     if (w != nullptr && !w->guest) {
       task* const displaced = std::exchange(w->next, t);
-      if (displaced == nullptr) {
-        return;
+      if (displaced != nullptr) {
+        push_announced(w, displaced);
       }
-      t = displaced;
-    }
-    try {
-      if (w != nullptr) {
-        w->deque.push(t);
-      } else {
-        static_cast<void>(injector_.push(t, /*even_closed=*/true));
-      }
-    } catch (...) {
-      t->run(t);
       return;
     }
-    // (N1), as in submit().
-    fence_seq_cst();
-    if (idle_.should_wake()) {
-      idle_.wake_one();
-    }
+    push_announced(w, t);
   }
 
   /// Moves the calling worker's `next` task to its deque, where thieves see it (with the (N1)
   /// wake-up): called before the worker's thread blocks outside the scheduler.
   void flush_next(worker_ctx& w) noexcept {
     if (task* const t = std::exchange(w.next, nullptr)) {
-      try {
-        w.deque.push(t);
-      } catch (...) {
-        t->run(t);
-        return;
-      }
-      fence_seq_cst();
-      if (idle_.should_wake()) {
-        idle_.wake_one();
-      }
+      push_announced(&w, t);
     }
   }
 
@@ -222,6 +199,27 @@ class scheduler {
       throw std::invalid_argument("spindle::executor needs at least one worker");
     }
     return workers;
+  }
+
+  /// Queues a task that must not be refused or lost: onto `w`'s deque (a worker of this
+  /// executor), else into the injector even when it is closed; then (N1). If the queue cannot
+  /// grow, the task runs here instead.
+  void push_announced(worker_ctx* w, task* t) noexcept {
+    try {
+      if (w != nullptr) {
+        w->deque.push(t);
+      } else {
+        static_cast<void>(injector_.push(t, /*even_closed=*/true));
+      }
+    } catch (...) {
+      t->run(t);
+      return;
+    }
+    // (N1), as in submit().
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
   }
 
   void submit_outside(task* t) {
