@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/channel_cases.hpp"
 #include "support/receipts.hpp"
 #include "support/sizes.hpp"
 #include "support/tracked.hpp"
@@ -48,20 +49,11 @@ struct flavour {
   std::size_t capacity;  // SIZE_MAX: unbounded; 0: rendezvous
 };
 
-constexpr std::size_t unbounded_capacity = SIZE_MAX;
-
-/// The two handles of one channel, named (structured bindings cannot be captured by clang 14).
-template <class T>
-struct endpoints {
-  spindle::sender<T> tx;
-  spindle::receiver<T> rx;
-};
+using spindle_test::unbounded_capacity;
 
 template <class T>
-auto make_channel(flavour const& f) -> endpoints<T> {
-  auto ch =
-      f.capacity == unbounded_capacity ? spindle::unbounded<T>() : spindle::bounded<T>(f.capacity);
-  return {std::move(ch.first), std::move(ch.second)};
+auto make_channel(flavour const& f) -> spindle_test::endpoints<T> {
+  return spindle_test::make_endpoints<T>(f.capacity);
 }
 
 /// Fills a bounded channel so that the next send waits; a rendezvous is full already, and an
@@ -591,7 +583,7 @@ TEST_P(AsyncFullChannel, DroppingTheLastReceiverResumesASuspendedSender) {
 
 namespace {
 
-auto int_channel(std::size_t capacity) -> endpoints<int> {
+auto int_channel(std::size_t capacity) -> spindle_test::endpoints<int> {
   return make_channel<int>(flavour{"", capacity});
 }
 

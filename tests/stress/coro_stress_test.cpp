@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/channel_cases.hpp"
 #include "support/receipts.hpp"
 #include "support/sizes.hpp"
 #include "support/tracked.hpp"
@@ -39,20 +40,11 @@ using clock_type = std::chrono::steady_clock;
 constexpr bool sanitized =
     spindle_test::under_thread_sanitizer || spindle_test::under_address_sanitizer;
 
-constexpr std::size_t unbounded_capacity = SIZE_MAX;
-
-/// The two handles of one channel, named (structured bindings cannot be captured by clang 14).
-template <class T>
-struct endpoints {
-  spindle::sender<T> tx;
-  spindle::receiver<T> rx;
-};
+using spindle_test::unbounded_capacity;
 
 template <class T>
-auto make_channel(std::size_t capacity) -> endpoints<T> {
-  auto ch =
-      capacity == unbounded_capacity ? spindle::unbounded<T>() : spindle::bounded<T>(capacity);
-  return {std::move(ch.first), std::move(ch.second)};
+auto make_channel(std::size_t capacity) -> spindle_test::endpoints<T> {
+  return spindle_test::make_endpoints<T>(capacity);
 }
 
 using spindle_test::wait_until;

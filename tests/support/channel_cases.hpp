@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <latch>
 #include <stop_token>
@@ -18,6 +19,24 @@
 #include <vector>
 
 namespace spindle_test {
+
+/// The capacity that stands for an unbounded channel in the tests' tables of flavours.
+inline constexpr std::size_t unbounded_capacity = SIZE_MAX;
+
+/// The two handles of one channel, named (clang 14 cannot capture a structured binding).
+template <class T>
+struct endpoints {
+  spindle::sender<T> tx;
+  spindle::receiver<T> rx;
+};
+
+/// A channel of `capacity`: unbounded_capacity is unbounded, 0 a rendezvous.
+template <class T>
+auto make_endpoints(std::size_t capacity) -> endpoints<T> {
+  auto ch =
+      capacity == unbounded_capacity ? spindle::unbounded<T>() : spindle::bounded<T>(capacity);
+  return {std::move(ch.first), std::move(ch.second)};
+}
 
 /// A receiver blocked in recv(stop_token) returns `cancelled` once the token is stopped,
 /// whether it has already parked or not. `rx` is copied into the blocked thread.
