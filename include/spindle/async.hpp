@@ -21,7 +21,7 @@
 //
 // Lifetime: the cases (and the value of an on_send case) must live until the co_await ends;
 // made in the co_await expression, as above, they do.
-// Examples: examples/coro_pipeline.cpp, tests/coro_test.cpp.
+// Examples: examples/coro_pipeline.cpp, tests/async_test.cpp.
 
 #include <spindle/channel.hpp>
 #include <spindle/detail/coro/channel_awaiters.hpp>

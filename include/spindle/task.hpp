@@ -29,7 +29,7 @@
 // (moved from, default-constructed) or already awaited.
 //
 // Thread safety: a task is a move-only value; its coroutine runs on one thread at a time.
-// Examples: examples/coro_pipeline.cpp, tests/coro_test.cpp.
+// Examples: examples/coro_pipeline.cpp, tests/task_test.cpp.
 
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/sync/blocking_hook.hpp>

@@ -22,8 +22,8 @@
 // did before arriving (the selector's hand-off into a packet, the set-up's registrations).
 // Everything else in the awaiter is touched by one party at a time, ordered by it.
 //
-// Memory: the awaiter lives in the coroutine frame: the cases, one waiter, one timer entry and
-// one resume node; nothing is allocated per operation.
+// Memory: the awaiter lives in the coroutine frame: the cases, one waiter, one resume node, and
+// a timer entry only when a case has a deadline; nothing is allocated per operation.
 
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/coro/timer.hpp>
