@@ -310,6 +310,17 @@ class execution {
     t.clock.join(threads_[idx(target)]->clock);
   }
 
+  /// Registers an invariant evaluated at every quiescent point (scheduler.hpp,
+  /// quiescence_invariant); returns its key for remove_invariant().
+  auto add_invariant(std::function<char const*()> check) -> std::uint64_t {
+    invariants_.emplace_back(++invariant_keys_, std::move(check));
+    return invariant_keys_;
+  }
+
+  void remove_invariant(std::uint64_t key) {
+    std::erase_if(invariants_, [key](auto const& entry) { return entry.first == key; });
+  }
+
   [[noreturn]] void fail(failure_kind kind, std::string const& what) {
     std::string msg = std::string(to_string(kind)) + ": " + what + "\n" + describe();
     std::unique_lock lk(mutex_);
@@ -441,6 +452,10 @@ class execution {
       }
     }
     bool const forced = candidates_.empty();
+    if (forced && std::none_of(threads_.begin(), threads_.end(),
+                               [](auto const& t) { return t->state == run_state::runnable; })) {
+      check_quiescent();
+    }
     // Spinners that wait for a write: the scheduler may still let one spin out (above), once
     // per write unless nothing else can run (fair schedules only: a spinner does not starve
     // the thread it waits for).
@@ -553,6 +568,29 @@ class execution {
     return out;
   }
 
+  /// A quiescent point: every thread is blocked in a futex wait (timed or not) or a join, or
+  /// has finished, and no store buffer holds a store. (A spinner is not quiescent: its next
+  /// step may be the one that makes progress.) Each invariant reads the state it checks as plain
+  /// memory (with no execution current, the atomic hooks run as plain operations and add no
+  /// scheduling point); the first broken one fails the execution.
+  void check_quiescent() {
+    if (invariants_.empty()) {
+      return;
+    }
+    char const* broken = nullptr;
+    current_execution = nullptr;
+    for (auto const& entry : invariants_) {
+      if ((broken = entry.second()) != nullptr) {
+        break;
+      }
+    }
+    current_execution = this;
+    if (broken != nullptr) {
+      fail(failure_kind::assertion,
+           std::string("an invariant is broken at a quiescent point: ") + broken);
+    }
+  }
+
   options const& opts_;
   chooser& chooser_;
   std::mutex mutex_;
@@ -571,6 +609,8 @@ class execution {
   std::uint64_t forced_spins_ = 0;
   std::array<event, 48> trace_{};
   std::size_t trace_next_ = 0;
+  std::vector<std::pair<std::uint64_t, std::function<char const*()>>> invariants_;
+  std::uint64_t invariant_keys_ = 0;
 };
 
 }  // namespace spindle::model::impl

@@ -37,6 +37,8 @@
 //     reported even though the execution itself ran on x86;
 //   * deadlocks and lost wake-ups: no thread can run while some thread waits in futex_wait
 //     (or join) -> failure with the state of every thread;
+//   * liveness invariants (quiescence_invariant): properties that must hold whenever every
+//     thread is blocked, i.e. nothing runs until a timeout or a wake-up;
 //   * livelocks: a thread that spins (spin_pause/thread_yield) while no thread has written
 //     anything since its last spin step is not scheduled while another thread can run; the
 //     scheduler may instead let it "spin out" (run alone, without scheduling points, until a
@@ -181,6 +183,35 @@ class thread {
  private:
   int id_ = -1;
   bool joined_ = false;
+};
+
+/// A liveness invariant checked at quiescent points. While the object lives (inside an
+/// execution), `check` runs whenever every thread of the execution is blocked in a futex wait
+/// (timed or not) or a join, or has finished, and no store buffer holds a store: the state a
+/// real program stays in until a timeout or a wake-up that nobody owes it. A property such as
+/// "no task is queued while a worker sleeps and nobody searches" must hold there; between two
+/// steps of a protocol it may not, which is why it is not an assertion at every step. A
+/// spinning thread is not quiescent (its next step may be the one that makes progress).
+/// `check` reads the state as plain memory (the atomic hooks add no scheduling point inside
+/// it), must not block, and returns nullptr when the invariant holds, or a description of what
+/// is broken, which fails the execution as an assertion; with no timed wait left, the
+/// checker would otherwise report the same state as a bare deadlock.
+class quiescence_invariant {
+ public:
+  explicit quiescence_invariant(std::function<char const*()> check) {
+    ex_ = impl::current_execution;
+    if (ex_ == nullptr) {
+      impl::outside_execution("model::quiescence_invariant");
+    }
+    key_ = ex_->add_invariant(std::move(check));
+  }
+  quiescence_invariant(quiescence_invariant const&) = delete;
+  auto operator=(quiescence_invariant const&) -> quiescence_invariant& = delete;
+  ~quiescence_invariant() { ex_->remove_invariant(key_); }
+
+ private:
+  impl::execution* ex_ = nullptr;
+  std::uint64_t key_ = 0;
 };
 
 /// Drops the race detector's memory of [p, p + size): the storage was freed and may be reused.

@@ -190,6 +190,20 @@ class array_channel {
     return !is_empty() || is_closed();
   }
 
+  /// The channel's no-lost-wake-up property as a checkable invariant: what breaks it, or
+  /// nullptr. Where every thread is quiescent, nobody may still wait for a wake that the
+  /// channel's state already owes it. The model tests check it at every quiescent point
+  /// (tests/model/liveness_test.cpp); between two steps of a protocol it may not hold.
+  [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
+    if (receivers_.value.waiting_at_quiescence() && (!is_empty() || is_closed())) {
+      return "a receiver waits while a value is buffered or the channel is closed";
+    }
+    if (senders_.value.waiting_at_quiescence() && (!is_full() || is_closed())) {
+      return "a sender waits while a slot is free or the channel is closed";
+    }
+    return nullptr;
+  }
+
   [[nodiscard]] auto is_closed() const noexcept -> bool {
     // seq_cst: part of the re-check after registering a waiter (wait_list.hpp (A)).
     return (tail_.value.load(std::memory_order_seq_cst) & mark_bit_) != 0;

@@ -92,6 +92,11 @@ class channel_state {
   [[nodiscard]] auto is_closed() const noexcept -> bool {
     return visit([](auto const& flavour) { return flavour.is_closed(); });
   }
+  /// The flavour's no-lost-wake-up invariant (array_channel::lost_wake_up()): nullptr while it
+  /// holds. Meaningful only where every thread is quiescent (the model tests).
+  [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
+    return visit([](auto const& flavour) { return flavour.lost_wake_up(); });
+  }
   /// The number of buffered values (a snapshot).
   [[nodiscard]] auto size() const noexcept -> std::size_t {
     return visit([](auto const& flavour) { return flavour.size(); });

@@ -58,9 +58,14 @@ void park_on(wait_list& list, Ready&& ready, wait_options const& options) noexce
     }
     // A waker selected us in between; consume its wake below.
   }
-  if (wait_for_selection(self, options) < waiter::first_operation) {
+  auto const selection = wait_for_selection(self, options);
+  if (selection < waiter::first_operation) {
     // aborted or closed: nobody unlinked us on the way (a notifier unlinks what it selects).
     list.remove(entry);
+    if (selection == waiter::aborted && options.deadline && !options.stop_requested()) {
+      // Aborted by neither a stop request nor a ready re-check: the deadline passed.
+      options.deadline_passed = true;
+    }
   }
 }
 

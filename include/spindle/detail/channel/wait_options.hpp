@@ -26,8 +26,14 @@ struct wait_options {
     return may_spin == nullptr || may_spin(may_spin_arg);
   }
 
+  /// Set by park_on() when a park gave up at the deadline: the timed futex wait returns
+  /// ETIMEDOUT only once the clock passed it, so the caller need not read the clock again.
+  /// Under the model checker, whose timed waits end when the scheduler chooses (virtual
+  /// time), this is what makes a channel's timeout observable at all.
+  mutable bool deadline_passed = false;
+
   [[nodiscard]] auto expired() const noexcept -> bool {
-    return deadline && std::chrono::steady_clock::now() >= *deadline;
+    return deadline_passed || (deadline && std::chrono::steady_clock::now() >= *deadline);
   }
   [[nodiscard]] auto stop_requested() const noexcept -> bool {
     return stop != nullptr && stop->stop_requested();

@@ -205,6 +205,25 @@ class zero_channel {
   /// The last receiver is gone. A rendezvous buffers nothing, so this is close().
   void discard() noexcept { close(); }
 
+  /// The channel's no-lost-wake-up property as a checkable invariant: what breaks it, or
+  /// nullptr. Where every thread is quiescent, nobody may still wait for a wake that the
+  /// channel's state already owes it. The model tests check it at every quiescent point
+  /// (tests/model/liveness_test.cpp); between two steps of a protocol it may not hold.
+  /// Here: a sender and a receiver both wait unpaired (a select that waits on both ends of one
+  /// channel would count as both; the tests that check it do not do that), or a party waits on
+  /// a closed channel. Read without the lock: every thread is quiescent.
+  [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
+    bool const senders = senders_.has_waiting(nullptr);
+    bool const receivers = receivers_.has_waiting(nullptr);
+    if (senders && receivers) {
+      return "a sender and a receiver wait unpaired";
+    }
+    if ((senders || receivers) && closed_) {
+      return "a sender or receiver waits on a closed channel";
+    }
+    return nullptr;
+  }
+
   [[nodiscard]] auto is_closed() const noexcept -> bool {
     // acquire: pairs with the release store in close().
     return closed_flag_.load(std::memory_order_acquire);

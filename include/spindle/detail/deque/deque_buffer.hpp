@@ -48,6 +48,10 @@ class deque_buffer {
       // each is constructed exactly once here and destroyed in the destructor.
       ::new (static_cast<void*>(slots_ + i)) atomic<T>(blank);
     }
+    // The header is plain memory that every reader of a slot reads (slot()): for the model
+    // checker's race detector it is written here, so a buffer published to thieves without a
+    // release/acquire pair (grow's store of the buffer pointer) is a reported race.
+    note_write(this, sizeof *this);
   }
 
   deque_buffer(deque_buffer const&) = delete;
@@ -93,6 +97,7 @@ class deque_buffer {
   using allocator = std::allocator<atomic<T>>;
 
   [[nodiscard]] auto slot(std::int64_t index) const noexcept -> atomic<T>& {
+    note_read(this, sizeof *this);
     return slots_[static_cast<std::size_t>(index) & mask_];
   }
 

@@ -44,8 +44,19 @@
 //        is counted asleep when end_search() runs, and has dropped its own searching count, so
 //        end_search() finds the mover the last searcher unless another searcher remains, whose
 //        own (P1) then comes later still.
+// Searchers that find work while parking. The searcher whose presence made a notifier skip
+// its wake may find, in its (P1) re-check, a different task from the notifier's (another one
+// in the injector, say) and run that one: the notifier's task is then nobody's. So a worker
+// whose re-check finds work comes back as a searcher (cancel_park(), then
+// force_begin_search(), regardless of the throttle), and whichever task it takes, the
+// found-work step ends its search and, if it was the last searcher, wakes a sleeper, which
+// finds the rest. The liveness invariant of the model tests found the earlier code, which came
+// back as a plain worker and took a task from the injector without searching
+// (tests/model/liveness_test.cpp, WorkSpreadsToEveryWorker: three workers, three tasks that
+// finish only together; one stayed in a deque while a worker slept).
 // So a task never sits in a queue, or between two, while every worker sleeps and nobody
-// searches.
+// searches: scheduler::lost_wake_up() states it as an invariant, checked at every quiescent
+// point of the model tests.
 //
 // Synchronization:
 //   state_             RMW by any worker (seq_cst), loaded by notifiers.
@@ -206,6 +217,12 @@ class idle_set {
   [[nodiscard]] auto sleeping_count() const noexcept -> std::size_t {
     // seq_cst: read on the shutdown path only; ordered with the RMWs in prepare_park().
     return static_cast<std::size_t>(sleeping(state_.value.load(std::memory_order_seq_cst)));
+  }
+
+  /// Number of workers counted as searching (for the model tests' liveness invariant).
+  [[nodiscard]] auto searching_count() const noexcept -> std::size_t {
+    // seq_cst: read only where every thread is quiescent (tests/model/liveness_test.cpp).
+    return static_cast<std::size_t>(searching(state_.value.load(std::memory_order_seq_cst)));
   }
 
   [[nodiscard]] auto size() const noexcept -> std::size_t { return workers_; }

@@ -180,6 +180,22 @@ class scheduler {
     t->run(t);
   }
 
+  /// The no-lost-wake-up property of the idle protocol as a checkable invariant: what breaks
+  /// it, or nullptr. It holds whenever every thread is quiescent (blocked, or spinning on a
+  /// condition nobody changes): then no task waits in a queue another worker can take from
+  /// while some worker sleeps and nobody searches. Between two steps of the protocol it may
+  /// not hold (a parking worker is counted asleep before its re-check). The model tests check
+  /// it at every quiescent point (tests/model/liveness_test.cpp). A coroutine resumption in a
+  /// worker's `next` slot is not counted: only its owner takes it, after the running task.
+  [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
+    if (terminated_.load(std::memory_order_acquire) || idle_.sleeping_count() == 0 ||
+        idle_.searching_count() != 0) {
+      return nullptr;
+    }
+    return work_visible() ? "a task waits in a queue while a worker sleeps and nobody searches"
+                          : nullptr;
+  }
+
  protected:
   /// Builds the contexts and deques of `workers` workers and of the guest slots; starts no
   /// thread.
@@ -357,12 +373,7 @@ class scheduler {
       return t;
     }
     if (!w.searching) {
-      if (w.force_search) {
-        w.force_search = false;
-        w.searching = idle_.force_begin_search();
-      } else {
-        w.searching = idle_.try_begin_search();
-      }
+      w.searching = idle_.try_begin_search();
       if (!w.searching) {
         return nullptr;
       }
@@ -458,8 +469,15 @@ class scheduler {
       w.searching = idle_.cancel_park(w.index);
       exit = true;
     } else if (work || (until != nullptr && until->is_set())) {
-      w.force_search = work;
       w.searching = idle_.cancel_park(w.index);
+      if (work && !w.searching) {
+        // Back as a searcher, whatever the throttle says: a notifier may have skipped its wake
+        // because this worker was searching, and the task this worker takes next need not be
+        // that notifier's (it may take another from the injector). Whichever it takes,
+        // found_work() then ends the search and, as the last searcher, wakes a sleeper for
+        // the rest. See "Searchers that find work while parking" in idle_set.hpp.
+        w.searching = idle_.force_begin_search();
+      }
     } else if (top && try_terminate()) {
       w.searching = idle_.cancel_park(w.index);
       exit = true;

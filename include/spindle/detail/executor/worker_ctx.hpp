@@ -6,7 +6,7 @@
 // Synchronization:
 //   deque          the owner side is used by the worker (or the guest holding the slot) only;
 //                  the stealer side by every other worker (detail/deque/deque_state.hpp).
-//   next, next_streak, tick, rng, searching, force_search, previous  the owning thread only.
+//   next, next_streak, tick, rng, searching, previous  the owning thread only.
 //   counters       written by the owner (relaxed), read by executor_core::stats() (relaxed).
 //   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
 //                  back (hands the slot's deque and parker from one guest to the next).
@@ -55,7 +55,6 @@ struct worker_ctx {
   std::uint32_t tick = 0;
   std::uint32_t rng;
   bool searching = false;
-  bool force_search = false;
   bool guest;
   // Guests only: the calling thread's current_worker before it entered the slot.
   worker_ctx* previous = nullptr;

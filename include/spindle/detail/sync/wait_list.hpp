@@ -311,6 +311,13 @@ class wait_list {
     }
   }
 
+  /// Whether some entry still waits for a wake: a snapshot taken without the lock, valid only
+  /// where every thread is quiescent (the liveness invariants of the model tests,
+  /// tests/model/liveness_test.cpp, which read it when no thread can run).
+  [[nodiscard]] auto waiting_at_quiescence() const noexcept -> bool {
+    return queue_.has_waiting(nullptr);
+  }
+
   /// Wakes one waiter, if any waits: the oldest still waiting (not `exclude`). Costs one load
   /// when nobody waits. Returns whether it woke one.
   auto notify_one(waiter const* exclude = nullptr) noexcept -> bool {
