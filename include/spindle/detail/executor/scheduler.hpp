@@ -181,13 +181,15 @@ class scheduler {
   }
 
   /// The no-lost-wake-up property of the idle protocol as a checkable invariant: what breaks
-  /// it, or nullptr. It holds whenever every thread is quiescent (blocked, or spinning on a
-  /// condition nobody changes): then no task waits in a queue another worker can take from
-  /// while some worker sleeps and nobody searches. Between two steps of the protocol it may
+  /// it, or nullptr. It holds whenever every thread is blocked (waiting to be woken): then no
+  /// task waits in a queue another worker can take from while some worker sleeps and nobody
+  /// searches. Between two steps of the protocol it may
   /// not hold (a parking worker is counted asleep before its re-check). The model tests check
   /// it at every quiescent point (tests/model/liveness_test.cpp). A coroutine resumption in a
   /// worker's `next` slot is not counted: only its owner takes it, after the running task.
   [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
+    // acquire: as the other loads of terminated_ (pairs with the release store in
+    // try_terminate()); at a quiescent point every store has long been visible anyway.
     if (terminated_.load(std::memory_order_acquire) || idle_.sleeping_count() == 0 ||
         idle_.searching_count() != 0) {
       return nullptr;
