@@ -299,7 +299,7 @@ def main() -> int:
     killed = sum(1 for r in results if r[1] == "killed")
     report = [f"# Mutation run, {datetime.date.today().isoformat()}", "",
               f"{killed} of {len(results)} mutants killed.", "",
-              "| mutant | bug it models | verdict | first failing test | seconds |",
+              "| mutant | bug it models | verdict | killed by (the tests that failed) | seconds |",
               "|---|---|---|---|---|"]
     for m, verdict, by, elapsed in results:
         report.append(f"| `{m.ident}` | {m.bug} | {verdict} | {by} | {elapsed:.0f} |")
