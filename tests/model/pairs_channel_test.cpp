@@ -14,7 +14,7 @@
 //   - results: a send reports closed, and a receive reports closed, only if the pair has an
 //     operation that closes that side; a receive that reported closed left nothing buffered;
 //     full comes only from try_send, empty only from try_recv, timed_out only from the timed
-//     calls of the rendezvous (see the note at the end);
+//     calls (see the note at the end);
 //   - close: the channel ends closed exactly when the pair closed it (close(), or the last
 //     sender or receiver dropped); after a close try_send reports closed and hands the value
 //     back; an open buffered channel still carries a value afterwards;
@@ -22,7 +22,10 @@
 //     feeder's values in theirs, within each receiver and between an operation's receives and
 //     the final drain;
 //   - no lost wake-up: the channel is prepared so that both operations can finish without a
-//     third party, so a thread still blocked at the end is reported as a deadlock.
+//     third party, so a thread still blocked at the end is reported as a deadlock; and at
+//     every quiescent point the channel's own invariant (lost_wake_up(): nobody waits for a
+//     wake its state already owes) must hold, which also catches a timed waiter that missed
+//     its wake.
 #include <spindle/channel.hpp>
 #include <spindle/model/track_allocations.hpp>
 
