@@ -4,7 +4,8 @@
 //     growable storage) when SPINDLE_HAVE_XENIUM is defined;
 //   - push then steal from one thread (the steal protocol's own cost, no cache misses);
 //   - a steal from an empty deque (what an idle thief polling its victims pays);
-//   - one owner pushing and one thief stealing (items/s), the same with batch steals;
+//   - one owner pushing and one thief stealing (items/s), the same with batch steals (xenium
+//     has none: its batch row takes up to 32 items by single steals);
 //   - the cost of the store->load barrier in pop: store + seq_cst fence against an exchange.
 // Every run of the two-thread benchmarks checks that each item was taken exactly once and calls
 // SkipWithError instead of reporting a figure when it was not.
@@ -152,6 +153,21 @@ struct xenium_peer {
       return std::nullopt;
     }
     return decode(p);
+  }
+  // xenium has no batch steal: a "batch" is up to 32 single steals, stopping at the first
+  // that fails, so the batch rows show what spindle's steal_batch_and_pop buys over them.
+  template <class Fn>
+  auto take_batch(Fn&& fn) -> bool {
+    std::size_t n = 0;
+    while (n < 32) {
+      auto v = take();
+      if (!v) {
+        break;
+      }
+      fn(*v);
+      ++n;
+    }
+    return n > 0;
   }
   // An out-of-table pointer decodes to an index the exactly-once check rejects.
   auto decode(std::uint32_t* p) const -> std::uint32_t {
@@ -395,6 +411,11 @@ BENCHMARK(owner_and_thief<spindle_fifo_peer, true>)
 BENCHMARK(owner_and_thief<mutex_peer, true>)
     ->Name("owner_and_batch_thief/mutex_std_deque")
     ->UseRealTime();
+#if defined(SPINDLE_HAVE_XENIUM)
+BENCHMARK(owner_and_thief<xenium_fixed, true>)
+    ->Name("owner_and_batch_thief/xenium_fixed_single_steals")
+    ->UseRealTime();
+#endif
 
 BENCHMARK(relaxed_store_load)->Name("pop_barrier/release_store_no_barrier");
 BENCHMARK(barrier_store_fence)->Name("pop_barrier/release_store_then_fence");

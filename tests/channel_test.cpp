@@ -530,3 +530,47 @@ TEST(BoundedChannel, ManyProducersManyConsumersDeliverEverything) {
 }
 
 }  // namespace
+
+// stats(): a receive that waits for a sender counts as blocked, with at least one wait; a send
+// into a full channel likewise; calls that never wait count nothing. Every flavour.
+TEST(ChannelStats, CountsOnlyCallsThatSlept) {
+  using namespace std::chrono_literals;
+  for (std::size_t cap : {std::size_t{0}, std::size_t{1}}) {
+    auto [tx, rx] = spindle::bounded<int>(cap);
+    if (cap == 1) {
+      ASSERT_TRUE(tx.try_send(1).is_sent());
+      ASSERT_EQ(rx.try_recv().value, std::optional<int>(1));
+      EXPECT_EQ(tx.stats().waits, 0U);  // nothing waited
+    }
+    std::thread late_sender([tx2 = tx]() mutable {
+      std::this_thread::sleep_for(50ms);
+      static_cast<void>(tx2.send(7));
+    });
+    EXPECT_EQ(rx.recv(), std::optional<int>(7));
+    late_sender.join();
+    auto const s = rx.stats();
+    EXPECT_EQ(s.blocked_receives, 1U);
+    EXPECT_GE(s.waits, 1U);
+    EXPECT_EQ(tx.stats().blocked_receives, 1U);  // one channel, one set of counters
+    if (cap == 1) {
+      ASSERT_TRUE(tx.try_send(1).is_sent());  // full now
+      std::thread late_receiver([rx2 = rx]() mutable {
+        std::this_thread::sleep_for(50ms);
+        static_cast<void>(rx2.recv());
+        static_cast<void>(rx2.recv());
+      });
+      EXPECT_TRUE(tx.send(2).is_sent());
+      late_receiver.join();
+      EXPECT_EQ(tx.stats().blocked_sends, 1U);
+    }
+  }
+  auto [utx, urx] = spindle::unbounded<int>();
+  std::thread later([utx2 = utx]() mutable {
+    std::this_thread::sleep_for(50ms);
+    static_cast<void>(utx2.send(3));
+  });
+  EXPECT_EQ(urx.recv(), std::optional<int>(3));
+  later.join();
+  EXPECT_EQ(urx.stats().blocked_receives, 1U);
+  EXPECT_EQ(urx.stats().blocked_sends, 0U);
+}

@@ -89,7 +89,28 @@ class sender;
 template <transferable T>
 class receiver;
 
+/// What sender::stats() and receiver::stats() report: how often the channel's blocking calls
+/// had to sleep (send, recv and their _for/_until forms; the try_ forms never sleep, and
+/// coroutines and select wait without these counters). A high count of blocked sends says
+/// the channel is too small or its receivers too slow; of blocked receives, that receivers
+/// wait for work. Relaxed snapshots; the counters are raised only next to a sleep, so they
+/// cost nothing on a call that does not wait.
+struct channel_stats {
+  std::uint64_t blocked_sends = 0;     ///< sends that slept at least once
+  std::uint64_t blocked_receives = 0;  ///< receives that slept at least once
+  std::uint64_t waits = 0;             ///< sleeps on the channel, all operations
+};
+
 namespace detail {
+template <class T>
+auto stats_of(channel_state<T> const& s) noexcept -> channel_stats {
+  auto const& c = s.counters();
+  // relaxed (all three): statistics, see channel_counters.
+  return {c.blocked_sends.load(std::memory_order_relaxed),
+          c.blocked_receives.load(std::memory_order_relaxed),
+          c.waits.load(std::memory_order_relaxed)};
+}
+
 /// Makes the two first handles of a new channel state: the only caller of their adopting
 /// constructors, which are private so that no public signature takes a detail:: type.
 struct channel_access {
@@ -191,6 +212,10 @@ class sender {
   /// Always 0 for a rendezvous.
   [[nodiscard]] auto size() const noexcept -> std::size_t { return get().size(); }
 
+  /// The channel's counters of blocking calls (the same from every handle): see
+  /// spindle::channel_stats.
+  [[nodiscard]] auto stats() const noexcept -> channel_stats { return detail::stats_of(get()); }
+
   /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
 
@@ -203,7 +228,7 @@ class sender {
   /// The blocking send of send(), send_for() and send_until(): the value is handed back
   /// unless sent.
   auto send_with(T& value, detail::wait_options const& options) -> send_result<T> {
-    auto const status = get().visit([&](auto& ch) { return ch.send(value, options); });
+    auto const status = get().send(value, options);
     return finish(status, value);
   }
 
@@ -314,6 +339,10 @@ class receiver {
 
   /// The number of buffered values: a snapshot. Always 0 for a rendezvous.
   [[nodiscard]] auto size() const noexcept -> std::size_t { return get().size(); }
+
+  /// The channel's counters of blocking calls (the same from every handle): see
+  /// spindle::channel_stats.
+  [[nodiscard]] auto stats() const noexcept -> channel_stats { return detail::stats_of(get()); }
 
   /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }

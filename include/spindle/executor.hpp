@@ -15,7 +15,11 @@
 //   auto h = ex.spawn(f);  h.join();        result or rethrown exception
 //   ex.post(f);                             fire and forget; exceptions go to the handler
 //   auto [a, b] = spindle::join(ex, f, g);  both results; g may run in parallel
-//   ex.stats(); ex.shutdown();
+//   executor ex{executor_options().workers(4).thread_name("io")}  hooks, stack, pinning
+//   ex.spawn([](std::stop_token t) {...})   the shutdown token, for long tasks
+//   h.cancel();                             a task that has not started never will
+//   ex.spawn_blocking(f);                   on a separate pool: blocking I/O, legacy APIs
+//   ex.stats(); ex.metrics(); ex.shutdown();
 // task_group (spindle/task_group.hpp) and parallel_for / parallel_reduce
 // (spindle/parallel.hpp) build on these.
 //
@@ -55,23 +59,23 @@
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/available_cpus.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/task.hpp>
 #include <spindle/task_traits.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
-
-/// Receives an exception that escaped a task passed to executor::post.
-using unhandled_exception_handler = std::function<void(std::exception_ptr)>;
 
 class executor;
 
@@ -80,6 +84,19 @@ namespace detail {
 auto core_of(executor& ex) noexcept -> executor_core&;
 }  // namespace detail
 
+/// What try_spawn and try_post report.
+enum class submit_status : std::uint8_t {
+  accepted,  ///< the task was queued and will run
+  full,      ///< the executor's bounded injector is full (executor_options::injector_capacity)
+  closed     ///< shutdown began: nothing more is accepted from outside the workers
+};
+
+/// try_spawn's result: the status, and the task's handle when it was accepted.
+template <class R>
+struct try_spawn_result {
+  submit_status status = submit_status::closed;
+  join_handle<R> handle;
+};
 class executor {
  public:
   /// One worker per processor this process may use: the processors in its CPU affinity mask
@@ -98,6 +115,16 @@ class executor {
   /// start; std::bad_alloc.
   explicit executor(std::size_t workers, unhandled_exception_handler on_unhandled = {})
       : core_(new detail::executor_core(workers, std::move(on_unhandled))) {}
+
+  /// An executor made as `opts` says (spindle/executor_options.hpp): worker count (0: the
+  /// default above), thread names, start/stop hooks, stack size, CPU pinning, the handler and
+  /// the blocking pool's bounds.
+  ///
+  /// Throws: std::invalid_argument for a setting that cannot be honoured (a stack below the
+  /// system's minimum, a CPU outside the process's affinity mask, an empty CPU set,
+  /// max_blocking_threads == 0), before any thread starts; std::system_error if a thread
+  /// cannot start; std::bad_alloc.
+  explicit executor(executor_options opts) : core_(make_core(std::move(opts))) {}
 
   executor(executor const&) = delete;
   auto operator=(executor const&) -> executor& = delete;
@@ -125,6 +152,110 @@ class executor {
     detail::node_ptr<node> owned(detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn))));
     core_->submit(owned.get());
     return join_handle<task_result_t<Fn>>(core_.get(), owned.release());
+  }
+
+  /// Runs `fn` on a worker, as spawn(fn), unless that would have to wait: from outside the
+  /// workers, when the injector's bound (executor_options::injector_capacity) is reached, it
+  /// returns submit_status::full at once, and after shutdown began submit_status::closed; in
+  /// both cases fn is not run, and on `full` it is not moved from either, so the caller may
+  /// try again with it (on `closed` it may have been, if shutdown began during the call: the
+  /// executor takes nothing more from outside anyway). From a
+  /// worker it always succeeds (the task goes to the worker's own deque), as it does on an
+  /// unbounded executor before shutdown. `handle` is valid exactly when
+  /// `status == submit_status::accepted`.
+  ///
+  /// Throws: std::invalid_argument if fn is a null pointer to function or member;
+  /// std::bad_alloc; whatever copying or moving fn throws.
+  template <task_callable Fn>
+  auto try_spawn(Fn&& fn) -> try_spawn_result<task_result_t<Fn>> {
+    detail::check_not_null(fn, "spindle::executor::try_spawn: fn is a null pointer");
+    using node = detail::spawned_task<std::decay_t<Fn>, task_result_t<Fn>>;
+    if (core_->local() != nullptr) {
+      return {submit_status::accepted, spawn(std::forward<Fn>(fn))};
+    }
+    auto const status = take_room();
+    if (status != submit_status::accepted) {
+      return {status, {}};
+    }
+    node* raw = nullptr;
+    try {
+      raw = detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn)));
+    } catch (...) {
+      give_room_back();
+      throw;
+    }
+    detail::node_ptr<node> owned(raw);
+    if (!core_->push_outside(owned.get())) {
+      return {submit_status::closed, {}};
+    }
+    return {submit_status::accepted, join_handle<task_result_t<Fn>>(core_.get(), owned.release())};
+  }
+
+  /// As try_spawn(fn), fire and forget (see post()).
+  template <task_callable Fn>
+  auto try_post(Fn&& fn) -> submit_status {
+    detail::check_not_null(fn, "spindle::executor::try_post: fn is a null pointer");
+    using node = detail::posted_task<std::decay_t<Fn>>;
+    if (core_->local() != nullptr) {
+      post(std::forward<Fn>(fn));
+      return submit_status::accepted;
+    }
+    auto const status = take_room();
+    if (status != submit_status::accepted) {
+      return status;
+    }
+    node* raw = nullptr;
+    try {
+      raw = detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn)),
+                                   &detail::executor_core::report_thunk, core_.get());
+    } catch (...) {
+      give_room_back();
+      throw;
+    }
+    detail::node_ptr<node> owned(raw);
+    if (!core_->push_outside(owned.get())) {
+      return submit_status::closed;
+    }
+    static_cast<void>(owned.release());
+    return submit_status::accepted;
+  }
+
+  /// Runs `fn` on the executor's blocking pool, a separate set of threads for calls that
+  /// block (file I/O, a blocking legacy API, a sleep), so that they never hold a worker. The
+  /// pool starts a thread when none is idle, up to executor_options::max_blocking_threads
+  /// (512 by default; beyond it tasks wait in a FIFO queue), and a thread idle for
+  /// executor_options::blocking_keep_alive (10 s) exits (tokio's spawn_blocking policy).
+  /// Returns a join_handle as spawn() does: join() from a worker helps meanwhile, and
+  /// `co_await h` from a coroutine holds no thread. cancel() takes back a task still queued.
+  /// Shutdown finishes the workers' tasks first, then every accepted blocking task.
+  ///
+  /// When to use it: for a call that sleeps in the kernel or in a library you cannot change.
+  /// When not: waiting on spindle's own channels, timers or tasks is better done by a
+  /// coroutine (`co_await rx.async_recv()`), which holds no thread at all, where every
+  /// blocking task holds one pool thread (about 8 MiB of address space, by default) for as
+  /// long as it blocks.
+  ///
+  /// Thread safety: any thread. Throws: std::logic_error after shutdown() began (from a
+  /// thread that is not a worker; fn is not run); std::invalid_argument if fn is a null
+  /// pointer to function or member; std::system_error if the pool has no thread and cannot
+  /// start one; std::bad_alloc.
+  template <task_callable Fn>
+  auto spawn_blocking(Fn&& fn) {
+    detail::check_not_null(fn, "spindle::executor::spawn_blocking: fn is a null pointer");
+    using node = detail::spawned_task<std::decay_t<Fn>, task_result_t<Fn>>;
+    detail::node_ptr<node> owned(detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn))));
+    core_->submit_blocking(owned.get());
+    return join_handle<task_result_t<Fn>>(core_.get(), owned.release());
+  }
+
+  /// Runs `fn(token)` on a worker, where `token` is the executor's shutdown token: shutdown()
+  /// requests it before it waits for the accepted tasks, so a long task that polls it can end
+  /// early. A task that does not look still runs to its end, as every accepted task does.
+  /// Otherwise as spawn(f).
+  template <stoppable_task_callable Fn>
+  auto spawn(Fn&& fn) {
+    detail::check_not_null(fn, "spindle::executor::spawn: fn is a null pointer");
+    return spawn(bind_token(std::forward<Fn>(fn)));
   }
 
   /// Runs coroutine `t` on this executor and returns a handle to its result: join() from a
@@ -172,6 +303,18 @@ class executor {
     static_cast<void>(owned.release());
   }
 
+  /// As post(f), for a callable that takes the executor's shutdown token (see spawn).
+  template <stoppable_task_callable Fn>
+  void post(Fn&& fn) {
+    detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
+    post(bind_token(std::forward<Fn>(fn)));
+  }
+
+  /// The token shutdown() requests (see spawn with a std::stop_token-taking callable).
+  [[nodiscard]] auto shutdown_token() const noexcept -> std::stop_token {
+    return core_->shutdown_token();
+  }
+
   /// Replaces the handler for exceptions escaping posted tasks. An empty function restores
   /// the default (print and std::terminate). Thread safety: any thread.
   void set_unhandled_exception_handler(unhandled_exception_handler handler) {
@@ -180,6 +323,11 @@ class executor {
 
   /// Per-worker counters (relaxed snapshots).
   [[nodiscard]] auto stats() const -> std::vector<worker_stats> { return core_->stats(); }
+
+  /// Per-worker counters and times, queue depths, and the blocking pool's size: a relaxed
+  /// snapshot (spindle/executor_stats.hpp). Keeping them costs no shared write per task; the
+  /// fib(30) overhead is in docs/performance.md. Thread safety: any thread.
+  [[nodiscard]] auto metrics() const -> executor_metrics { return core_->metrics(); }
 
   /// Number of worker threads.
   [[nodiscard]] auto size() const noexcept -> std::size_t { return core_->worker_count(); }
@@ -203,6 +351,35 @@ class executor {
   friend auto detail::core_of(executor& ex) noexcept -> detail::executor_core&;
 
   static auto default_workers() noexcept -> std::size_t { return detail::available_cpus(); }
+
+  static auto make_core(executor_options opts) -> detail::executor_core* {
+    std::size_t const workers = opts.workers() == 0 ? default_workers() : opts.workers();
+    return new detail::executor_core(workers, std::move(opts));
+  }
+
+  /// try_spawn/try_post from outside: a place in a bounded injector, or why there is none.
+  auto take_room() noexcept -> submit_status {
+    if (core_->stopping()) {
+      return submit_status::closed;
+    }
+    if (core_->bounded() && !core_->try_take_room()) {
+      return submit_status::full;
+    }
+    return submit_status::accepted;
+  }
+  void give_room_back() noexcept {
+    if (core_->bounded()) {
+      core_->cancel_room();
+    }
+  }
+
+  template <class Fn>
+  auto bind_token(Fn&& fn) {
+    return [f = std::decay_t<Fn>(std::forward<Fn>(fn)),
+            token = core_->shutdown_token()]() mutable -> decltype(auto) {
+      return std::invoke(f, token);
+    };
+  }
 
   /// Shuts the core down and drops the handle's reference (executor_core.hpp, "Lifetime").
   struct core_release {

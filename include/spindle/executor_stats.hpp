@@ -1,10 +1,13 @@
 #pragma once
-// What spindle::executor::stats() reports: one `worker_stats` per worker thread. Included by
-// <spindle/executor.hpp>.
+// What spindle::executor::stats() reports (one `worker_stats` per worker thread) and what
+// executor::metrics() reports (`executor_metrics`). Included by <spindle/executor.hpp>.
 
 #include <spindle/detail/sync/config.hpp>
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
@@ -15,6 +18,32 @@ struct worker_stats {
   std::uint64_t tasks_stolen = 0;    ///< tasks it took from other workers' deques
   std::uint64_t steal_attempts = 0;  ///< steals it tried, successful or not
   std::uint64_t times_parked = 0;    ///< times it went to sleep for lack of work
+};
+
+/// One worker's part of executor::metrics(). The counters are the worker's own (no line
+/// shared with another worker is written to keep them); the times come from two clock reads
+/// per sleep, none per task.
+struct worker_metrics {
+  std::uint64_t tasks_run = 0;              ///< tasks this worker ran
+  std::uint64_t tasks_stolen = 0;           ///< tasks it took from other workers' deques
+  std::uint64_t steal_attempts = 0;         ///< steals it tried, successful or not
+  std::uint64_t times_parked = 0;           ///< times it went to sleep for lack of work
+  std::uint64_t times_woken = 0;            ///< times it came back from such a sleep
+  std::chrono::nanoseconds parked_time{0};  ///< time spent asleep (finished sleeps)
+  /// Time awake since the worker started: running tasks, looking for them, or spinning
+  /// before a sleep (uptime - parked_time).
+  std::chrono::nanoseconds busy_time{0};
+  std::size_t queue_depth = 0;  ///< tasks in its deque now (approximate)
+};
+
+/// What executor::metrics() reports: a relaxed snapshot, exact once the executor is idle.
+struct executor_metrics {
+  std::vector<worker_metrics> workers;
+  std::size_t injector_depth = 0;      ///< tasks submitted from outside, not yet taken
+  std::size_t blocking_threads = 0;    ///< threads of the blocking pool alive now
+  std::size_t blocking_idle = 0;       ///< of those, waiting for a task
+  std::size_t blocking_queued = 0;     ///< spawn_blocking tasks waiting for a thread
+  std::chrono::nanoseconds uptime{0};  ///< since the executor was made
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

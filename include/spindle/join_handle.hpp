@@ -68,11 +68,23 @@ class [[nodiscard]] join_handle {
     return state_ != nullptr && state_->done.is_set();
   }
 
+  /// Cancels the task if it has not started yet. Returns true when it never will: its
+  /// callable has been destroyed, on this thread, before cancel() returns, and join() throws
+  /// spindle::task_cancelled at once. Returns false when the task has started or finished (it
+  /// runs to its end and join() gives its outcome), for an empty handle, and for a coroutine
+  /// (ex.spawn(task)), which ends early through a std::stop_token instead. A cancelled task
+  /// still leaves its small record in the queue until a worker passes it (no callable is run).
+  ///
+  /// Thread safety: as the other members, one thread at a time per handle; it races safely
+  /// with the worker that is about to start the task.
+  auto cancel() noexcept -> bool { return state_ != nullptr && state_->cancel(); }
+
   /// Waits for the task and returns its result (nothing for void), or rethrows its exception.
   /// Afterwards the handle is empty.
   ///
   /// Throws: std::logic_error if the handle is empty (joined already, moved from, or
-  /// default-constructed); whatever the task threw.
+  /// default-constructed); spindle::task_cancelled after a successful cancel(); whatever the
+  /// task threw.
   auto join() -> R {
     if (state_ == nullptr) {
       throw std::logic_error("spindle::join_handle::join on an empty handle");

@@ -22,8 +22,21 @@
 // Exceptions: if f (or map/reduce) throws, the remaining work of that branch is skipped, the
 // other branches still finish, and one of the exceptions propagates to the caller.
 //
+// Partitioners: the last argument of parallel_for and parallel_reduce may be a partitioner tag.
+// spindle::adaptive_partitioner{} (the default, the splitter above) or
+// spindle::static_partitioner{}: the range is cut up front into min(workers, ceil(n / grain))
+// contiguous blocks of equal length (lengths differ by at most one), each run as one serial
+// loop and never split further; idle workers steal whole blocks (oneTBB's static_partitioner,
+// without its thread affinity). Static suits uniform bodies whose per-index cost is tiny; the
+// adaptive splitter suits everything else.
+//
+// 2-D: parallel_for(ex, blocked_range2d<I>{rows_first, rows_last, cols_first, cols_last,
+// row_grain, col_grain}, f) calls f(block) with sub-blocks (a blocked_range2d itself) that
+// tile the rows x columns rectangle, so the inner loop over a block's columns is a plain loop
+// the compiler can vectorise. A range splits along the dimension with more grains in it.
+//
 // Happens-before: every call of f happens-before parallel_for returns.
-// Example: tests/parallel_test.cpp (Example).
+// Example: tests/parallel_test.cpp (Example), tests/parallel_algorithms_test.cpp (Example).
 
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -35,6 +48,7 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -50,6 +64,31 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 template <class I>
 concept parallel_index = (std::integral<I> && !std::same_as<std::remove_cv_t<I>, bool>) ||
                          std::random_access_iterator<I>;
+
+/// The default partitioner: rayon's adaptive splitter (see the top of this file).
+struct adaptive_partitioner {};
+
+/// One contiguous block per worker, no splitting of a block (see the top of this file).
+struct static_partitioner {};
+
+/// A partitioner tag: the optional last argument of parallel_for and parallel_reduce.
+template <class P>
+concept partitioner = std::same_as<std::remove_cvref_t<P>, adaptive_partitioner> ||
+    std::same_as<std::remove_cvref_t<P>, static_partitioner>;
+
+/// A rectangle of indices [rows_first, rows_last) x [cols_first, cols_last) for the 2-D
+/// parallel_for, and the sub-blocks it passes to its body. A dimension no longer than its
+/// grain (0 counts as 1) is never split. A rectangle with an empty or reversed dimension is
+/// empty.
+template <parallel_index I>
+struct blocked_range2d {
+  I rows_first;
+  I rows_last;
+  I cols_first;
+  I cols_last;
+  std::size_t row_grain = 1;
+  std::size_t col_grain = 1;
+};
 
 namespace detail {
 
@@ -174,20 +213,75 @@ auto reduce_leaf(I first, loop_count_t<I> n, Map& map, Reduce& reduce) -> T {
 }
 
 template <class T, class I, class Map, class Reduce>
-auto reduce_range(executor& ex, worker_ctx* parent, I first, loop_count_t<I> n, splitter sp,
-                  Map& map, Reduce& reduce) -> T {
+auto reduce_range(executor& ex, worker_ctx* parent, I first, loop_count_t<I> n,
+                  loop_count_t<I> grain, splitter sp, Map& map, Reduce& reduce) -> T {
   bool const migrated = core_local(ex) != parent;
-  if (n >= 2 && sp.try_split(migrated)) {
+  if (n > grain && sp.try_split(migrated)) {
     auto const half = n / 2;
     worker_ctx* const here = core_local(ex);
-    auto left = [&]() -> T { return reduce_range<T>(ex, here, first, half, sp, map, reduce); };
+    auto left = [&]() -> T {
+      return reduce_range<T>(ex, here, first, half, grain, sp, map, reduce);
+    };
     auto right = [&]() -> T {
-      return reduce_range<T>(ex, here, index_at(first, half), n - half, sp, map, reduce);
+      return reduce_range<T>(ex, here, index_at(first, half), n - half, grain, sp, map, reduce);
     };
     auto [l, r] = spindle::join(ex, left, right);
     return std::invoke(reduce, std::move(l), std::move(r));
   }
   return reduce_leaf<T>(first, n, map, reduce);
+}
+
+/// The offset of block `b` when `n` indices are cut into `blocks` blocks of equal length (the
+/// first n % blocks one longer): b * (n / blocks) + min(b, n % blocks), which never exceeds n,
+/// so it cannot overflow. Preconditions: 1 <= blocks, b <= blocks.
+template <class Count>
+auto block_start(Count n, Count blocks, Count b) noexcept -> Count {
+  return b * (n / blocks) + std::min(b, n % blocks);
+}
+
+/// How many pieces of at most `grain` indices `n` indices make: ceil(n / grain), with no
+/// overflow at n = max. Preconditions: n >= 1, grain >= 1.
+template <class Count>
+auto piece_count(Count n, Count grain) noexcept -> Count {
+  return (n - 1) / grain + 1;
+}
+
+/// The number of blocks of the static partitioner: one per worker, fewer when the range holds
+/// fewer than that many grains. Preconditions: n >= 1, grain >= 1.
+template <class Count>
+auto static_block_count(executor& ex, Count n, Count grain) noexcept -> Count {
+  return std::max<Count>(1, std::min<Count>(ex.size(), piece_count(n, grain)));
+}
+
+/// The static partitioner's parallel_for: blocks [b0, b1) of the `blocks` equal blocks of
+/// [first, first + n), halved by block count; each block is one serial loop.
+template <class I, class F>
+void for_static(executor& ex, I first, loop_count_t<I> n, loop_count_t<I> blocks,
+                loop_count_t<I> b0, loop_count_t<I> b1, F& f) {
+  if (b1 - b0 == 1) {
+    auto const lo = block_start(n, blocks, b0);
+    for_leaf(index_at(first, lo), block_start(n, blocks, b1) - lo, f);
+    return;
+  }
+  auto const mid = b0 + (b1 - b0) / 2;
+  auto left = [&] { for_static(ex, first, n, blocks, b0, mid, f); };
+  auto right = [&] { for_static(ex, first, n, blocks, mid, b1, f); };
+  static_cast<void>(spindle::join(ex, left, right));
+}
+
+/// The static partitioner's parallel_reduce; blocks as in for_static.
+template <class T, class I, class Map, class Reduce>
+auto reduce_static(executor& ex, I first, loop_count_t<I> n, loop_count_t<I> blocks,
+                   loop_count_t<I> b0, loop_count_t<I> b1, Map& map, Reduce& reduce) -> T {
+  if (b1 - b0 == 1) {
+    auto const lo = block_start(n, blocks, b0);
+    return reduce_leaf<T>(index_at(first, lo), block_start(n, blocks, b1) - lo, map, reduce);
+  }
+  auto const mid = b0 + (b1 - b0) / 2;
+  auto left = [&]() -> T { return reduce_static<T>(ex, first, n, blocks, b0, mid, map, reduce); };
+  auto right = [&]() -> T { return reduce_static<T>(ex, first, n, blocks, mid, b1, map, reduce); };
+  auto [l, r] = spindle::join(ex, left, right);
+  return std::invoke(reduce, std::move(l), std::move(r));
 }
 
 inline auto initial_splitter(executor& ex) noexcept -> splitter {
@@ -216,38 +310,230 @@ auto run_in_workers(executor& ex, Fn& fn, std::size_t helpers) -> stored_result_
   return run_as_root(detail::core_of(ex), fn, helpers);
 }
 
-}  // namespace detail
+/// One dimension of a 2-D range: its first index, its length and its grain.
+template <class I>
+struct axis {
+  I first;
+  loop_count_t<I> n;
+  loop_count_t<I> grain;
 
-/// Calls `f(i)` for every i in [first, last), in parallel, never splitting a range shorter
-/// than `grain` (grain 0 counts as 1; a grain at least the length of the range, up to
-/// SIZE_MAX, runs one serial loop on the calling thread). An empty or reversed range
-/// (first >= last) calls nothing.
-///
-/// Thread safety: any thread. Throws: whatever f throws; std::invalid_argument if f is a null
-/// pointer to function or member; std::logic_error after shutdown (called from outside the
-/// workers).
-template <parallel_index I, class F>
-requires std::invocable<F&, I>
-void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f) {
-  detail::check_not_null(f, "spindle::parallel_for: f is a null pointer");
-  using count = detail::loop_count_t<I>;
-  count const n = detail::index_count(first, last);
+  [[nodiscard]] auto pieces() const noexcept -> loop_count_t<I> { return piece_count(n, grain); }
+  [[nodiscard]] auto splittable() const noexcept -> bool { return n > grain; }
+  [[nodiscard]] auto head(loop_count_t<I> k) const noexcept -> axis { return {first, k, grain}; }
+  [[nodiscard]] auto tail(loop_count_t<I> k) const noexcept -> axis {
+    return {index_at(first, k), n - k, grain};
+  }
+  [[nodiscard]] auto last() const noexcept -> I { return index_at(first, n); }
+};
+
+/// Whether a 2-D range splits its rows (true) or its columns: the dimension with more grains
+/// in it, of those that can split. Preconditions: at least one of them can.
+template <class I>
+auto split_rows(axis<I> const& rows, axis<I> const& cols) noexcept -> bool {
+  if (!cols.splittable()) {
+    return true;
+  }
+  return rows.splittable() && rows.pieces() >= cols.pieces();
+}
+
+template <class I, class F>
+void for_leaf_2d(axis<I> const& rows, axis<I> const& cols, std::size_t row_grain,
+                 std::size_t col_grain, F& f) {
+  blocked_range2d<I> const block{rows.first,  rows.last(), cols.first,
+                                 cols.last(), row_grain,   col_grain};
+  std::invoke(f, block);
+}
+
+/// The adaptive 2-D loop: halve the dimension split_rows picks while the splitter allows.
+template <class I, class F>
+void for_range_2d(executor& ex, worker_ctx* parent, axis<I> rows, axis<I> cols, splitter sp,
+                  std::size_t row_grain, std::size_t col_grain, F& f) {
+  bool const migrated = core_local(ex) != parent;
+  if ((rows.splittable() || cols.splittable()) && sp.try_split(migrated)) {
+    worker_ctx* const here = core_local(ex);
+    bool const by_rows = split_rows(rows, cols);
+    axis<I> const& cut = by_rows ? rows : cols;
+    auto const half = cut.n / 2;
+    axis<I> const lo = cut.head(half);
+    axis<I> const hi = cut.tail(half);
+    auto left = [&] {
+      for_range_2d(ex, here, by_rows ? lo : rows, by_rows ? cols : lo, sp, row_grain, col_grain, f);
+    };
+    auto right = [&] {
+      for_range_2d(ex, here, by_rows ? hi : rows, by_rows ? cols : hi, sp, row_grain, col_grain, f);
+    };
+    static_cast<void>(spindle::join(ex, left, right));
+    return;
+  }
+  for_leaf_2d(rows, cols, row_grain, col_grain, f);
+}
+
+/// The static 2-D loop: `blocks` blocks, halved by block count along the dimension
+/// split_rows picks, at a whole number of grains in proportion to the block counts.
+template <class I, class F>
+void for_static_2d(executor& ex, axis<I> rows, axis<I> cols, loop_count_t<I> blocks,
+                   std::size_t row_grain, std::size_t col_grain, F& f) {
+  if (blocks < 2 || !(rows.splittable() || cols.splittable())) {
+    for_leaf_2d(rows, cols, row_grain, col_grain, f);
+    return;
+  }
+  bool const by_rows = split_rows(rows, cols);
+  axis<I> const& cut = by_rows ? rows : cols;
+  auto const left_blocks = blocks / 2;
+  // The left part gets its share of the pieces, at least one and at most all but one: both
+  // parts are non-empty, and only the last piece of a dimension is shorter than its grain.
+  using count = loop_count_t<I>;
+  count const pieces = cut.pieces();
+  count const left_pieces =
+      std::clamp<count>(block_start(pieces, blocks, left_blocks), 1, pieces - 1);
+  axis<I> const lo = cut.head(left_pieces * cut.grain);
+  axis<I> const hi = cut.tail(left_pieces * cut.grain);
+  auto left = [&] {
+    for_static_2d(ex, by_rows ? lo : rows, by_rows ? cols : lo, left_blocks, row_grain, col_grain,
+                  f);
+  };
+  auto right = [&] {
+    for_static_2d(ex, by_rows ? hi : rows, by_rows ? cols : hi, blocks - left_blocks, row_grain,
+                  col_grain, f);
+  };
+  static_cast<void>(spindle::join(ex, left, right));
+}
+
+/// a * b, or the largest Count when the product does not fit.
+template <class Count>
+auto saturating_product(Count a, Count b) noexcept -> Count {
+  constexpr Count most = std::numeric_limits<Count>::max();
+  return a != 0 && b > most / a ? most : a * b;
+}
+
+template <parallel_index I, class F, class P>
+void parallel_for_1d(executor& ex, I first, I last, std::size_t grain, F& f, P) {
+  using count = loop_count_t<I>;
+  count const n = index_count(first, last);
   if (n == 0) {
     return;
   }
   // count is at least as wide as std::size_t, so every grain fits.
   count const g = grain == 0 ? 1 : grain;
-  auto body = [&] {
-    detail::for_range(ex, detail::core_local(ex), first, n, g, detail::initial_splitter(ex), f);
-  };
-  detail::run_in_workers(ex, body, detail::loop_helpers(ex, n, g));
+  if constexpr (std::same_as<P, static_partitioner>) {
+    count const blocks = static_block_count(ex, n, g);
+    auto body = [&] { for_static(ex, first, n, blocks, count{0}, blocks, f); };
+    run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
+  } else {
+    auto body = [&] { for_range(ex, core_local(ex), first, n, g, initial_splitter(ex), f); };
+    run_in_workers(ex, body, loop_helpers(ex, n, g));
+  }
+}
+
+template <class T, parallel_index I, class Map, class Reduce, class P>
+auto parallel_reduce_1d(executor& ex, I first, I last, std::size_t grain, T& init, Map& map,
+                        Reduce& reduce, P) -> T {
+  check_not_null(map, "spindle::parallel_reduce: map is a null pointer");
+  check_not_null(reduce, "spindle::parallel_reduce: reduce is a null pointer");
+  using count = loop_count_t<I>;
+  count const n = index_count(first, last);
+  if (n == 0) {
+    return std::move(init);
+  }
+  count const g = grain == 0 ? 1 : grain;
+  if constexpr (std::same_as<P, static_partitioner>) {
+    count const blocks = static_block_count(ex, n, g);
+    auto body = [&]() -> T {
+      return reduce_static<T>(ex, first, n, blocks, count{0}, blocks, map, reduce);
+    };
+    T total = run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
+    return std::invoke(reduce, std::move(init), std::move(total));
+  } else {
+    auto body = [&]() -> T {
+      return reduce_range<T>(ex, core_local(ex), first, n, g, initial_splitter(ex), map, reduce);
+    };
+    T total = run_in_workers(ex, body, loop_helpers(ex, n, g));
+    return std::invoke(reduce, std::move(init), std::move(total));
+  }
+}
+
+}  // namespace detail
+
+/// Calls `f(i)` for every i in [first, last), in parallel, never splitting a range shorter
+/// than `grain` (grain 0 counts as 1; a grain at least the length of the range, up to
+/// SIZE_MAX, runs one serial loop on the calling thread). An empty or reversed range
+/// (first >= last) calls nothing. `part` picks how the range is cut (see the top of this
+/// file); the overloads without it use adaptive_partitioner.
+///
+/// Thread safety: any thread. Throws: whatever f throws; std::invalid_argument if f is a null
+/// pointer to function or member; std::logic_error after shutdown (called from outside the
+/// workers).
+template <parallel_index I, class F, partitioner P>
+requires std::invocable<F&, I>
+void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f, P part) {
+  detail::check_not_null(f, "spindle::parallel_for: f is a null pointer");
+  detail::parallel_for_1d(ex, first, last, grain, f, part);
+}
+
+/// parallel_for with the adaptive partitioner.
+template <parallel_index I, class F>
+requires std::invocable<F&, I>
+void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f) {
+  parallel_for(ex, first, last, grain, std::forward<F>(f), adaptive_partitioner{});
+}
+
+/// parallel_for with grain 1 and partitioner `part`.
+template <parallel_index I, class F, partitioner P>
+requires std::invocable<F&, I>
+void parallel_for(executor& ex, I first, I last, F&& f, P part) {
+  parallel_for(ex, first, last, std::size_t{1}, std::forward<F>(f), part);
 }
 
 /// parallel_for with grain 1: the adaptive splitter alone decides how far to split.
 template <parallel_index I, class F>
 requires std::invocable<F&, I>
 void parallel_for(executor& ex, I first, I last, F&& f) {
-  parallel_for(ex, first, last, std::size_t{1}, std::forward<F>(f));
+  parallel_for(ex, first, last, std::size_t{1}, std::forward<F>(f), adaptive_partitioner{});
+}
+
+/// The 2-D loop: calls `f(block)` for sub-blocks (blocked_range2d<I> values, with the grains of
+/// `range`) that together cover every (row, column) of `range` exactly once, in parallel. No
+/// block is split along a dimension no longer than its grain. With adaptive_partitioner
+/// (the default) the rectangle is halved along the dimension with more grains while the
+/// adaptive splitter allows; with static_partitioner it is cut into at most one block per
+/// worker. An empty or reversed dimension calls nothing.
+///
+/// Thread safety: any thread. Throws: whatever f throws; std::invalid_argument if f is a null
+/// pointer to function or member; std::logic_error after shutdown (called from outside).
+template <parallel_index I, class F, partitioner P>
+requires std::invocable < F&, blocked_range2d<I>
+const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f, P) {
+  detail::check_not_null(f, "spindle::parallel_for: f is a null pointer");
+  using count = detail::loop_count_t<I>;
+  count const rows_n = detail::index_count(range.rows_first, range.rows_last);
+  count const cols_n = detail::index_count(range.cols_first, range.cols_last);
+  if (rows_n == 0 || cols_n == 0) {
+    return;
+  }
+  // The blocks carry the grains as given; the splitting counts a grain of 0 as 1.
+  std::size_t const row_grain = range.row_grain;
+  std::size_t const col_grain = range.col_grain;
+  detail::axis<I> const rows{range.rows_first, rows_n, std::max<count>(row_grain, 1)};
+  detail::axis<I> const cols{range.cols_first, cols_n, std::max<count>(col_grain, 1)};
+  count const pieces = detail::saturating_product(rows.pieces(), cols.pieces());
+  if constexpr (std::same_as<P, static_partitioner>) {
+    count const blocks = std::min<count>(ex.size(), pieces);
+    auto body = [&] { detail::for_static_2d(ex, rows, cols, blocks, row_grain, col_grain, f); };
+    detail::run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
+  } else {
+    auto body = [&] {
+      detail::for_range_2d(ex, detail::core_local(ex), rows, cols, detail::initial_splitter(ex),
+                           row_grain, col_grain, f);
+    };
+    detail::run_in_workers(ex, body, detail::loop_helpers(ex, pieces, count{1}));
+  }
+}
+
+/// The 2-D loop with the adaptive partitioner.
+template <parallel_index I, class F>
+requires std::invocable < F&, blocked_range2d<I>
+const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f) {
+  parallel_for(ex, range, std::forward<F>(f), adaptive_partitioner{});
 }
 
 /// Returns reduce(init, reduce(map(first), ..., map(last - 1))), grouping the reduce calls
@@ -264,18 +550,42 @@ requires std::invocable<Map&, I> && std::move_constructible<T> &&
     std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
     std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& reduce) -> T {
-  detail::check_not_null(map, "spindle::parallel_reduce: map is a null pointer");
-  detail::check_not_null(reduce, "spindle::parallel_reduce: reduce is a null pointer");
-  auto const n = detail::index_count(first, last);
-  if (n == 0) {
-    return init;
-  }
-  auto body = [&]() -> T {
-    return detail::reduce_range<T>(ex, detail::core_local(ex), first, n,
-                                   detail::initial_splitter(ex), map, reduce);
-  };
-  T total = detail::run_in_workers(ex, body, detail::loop_helpers(ex, n, decltype(n){1}));
-  return std::invoke(reduce, std::move(init), std::move(total));
+  return detail::parallel_reduce_1d<T>(ex, first, last, 1, init, map, reduce,
+                                       adaptive_partitioner{});
+}
+
+/// parallel_reduce that never splits a range of `grain` indices or fewer (grain 0 counts as 1;
+/// a grain at least the length of the range, up to SIZE_MAX, maps and reduces every index on
+/// the calling thread, in order) and cuts the range as `part` says (see the top of this
+/// file). The same contract otherwise.
+template <parallel_index I, class T, class Map, class Reduce, partitioner P>
+requires std::invocable<Map&, I> && std::move_constructible<T> &&
+    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, Map&& map,
+                     Reduce&& reduce, P part) -> T {
+  return detail::parallel_reduce_1d<T>(ex, first, last, grain, init, map, reduce, part);
+}
+
+/// parallel_reduce with a grain and the adaptive partitioner.
+template <parallel_index I, class T, class Map, class Reduce>
+requires std::invocable<Map&, I> && std::move_constructible<T> &&
+    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, Map&& map,
+                     Reduce&& reduce) -> T {
+  return detail::parallel_reduce_1d<T>(ex, first, last, grain, init, map, reduce,
+                                       adaptive_partitioner{});
+}
+
+/// parallel_reduce with grain 1 and partitioner `part`.
+template <parallel_index I, class T, class Map, class Reduce, partitioner P>
+requires std::invocable<Map&, I> && std::move_constructible<T> &&
+    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& reduce, P part)
+    -> T {
+  return detail::parallel_reduce_1d<T>(ex, first, last, 1, init, map, reduce, part);
 }
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -1,13 +1,16 @@
 #pragma once
 // The umbrella header: every public spindle header.
 
+#include <spindle/algorithms.hpp>
 #include <spindle/async.hpp>
 #include <spindle/channel.hpp>
 #include <spindle/channel_result.hpp>
 #include <spindle/deque.hpp>
 #include <spindle/deque_result.hpp>
 #include <spindle/executor.hpp>
+#include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
+#include <spindle/isolate.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/select.hpp>

@@ -43,7 +43,17 @@
 //             which the waiter reads after the count reached zero (acq_rel RMW chain).
 // Happens-before: whatever a task did is visible to the caller once wait() returns.
 //
-// Thread safety: spawn() from any thread; wait() from one thread at a time.
+// Cancellation: cancel() marks the current round cancelled and requests stop on the group's
+// std::stop_source (made on first use, so that a group per fork pays nothing for it). A task
+// checks the mark when it starts: a marked task is skipped (its callable destroyed unrun,
+// counted by skipped_tasks()) but still finishes in `pending_`, so the wait protocol above is
+// unchanged. A task that takes a std::stop_token runs with the round's token and can end
+// early. wait() reports the round as task_group_status::cancelled and clears the mark; a
+// cancelled round's source is retired, not freed, until the group dies, since a task spawned
+// concurrently with wait() may still hold it. oneTBB's task_group::cancel and
+// task_group_status are the model of this interface.
+//
+// Thread safety: spawn() and cancel() from any thread; wait() from one thread at a time.
 // Example: tests/task_group_test.cpp (Example).
 
 #include <spindle/detail/executor/completion.hpp>
@@ -55,10 +65,19 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
+
+/// What task_group::wait() reports about the round it waited for.
+enum class task_group_status : std::uint8_t {
+  complete,  ///< every task ran (or threw: wait() rethrew the first exception)
+  cancelled  ///< cancel() was called: tasks that had not started were skipped
+};
 
 class task_group {
  public:
@@ -71,6 +90,8 @@ class task_group {
   /// reported to the executor's handler otherwise (see the file comment).
   ~task_group() {
     wait_all();
+    // relaxed: every task has finished (wait_all); nobody else reads it any more.
+    delete stop_.load(std::memory_order_relaxed);
     if (auto e = take_error()) {
       if (std::uncaught_exceptions() <= uncaught_) {
         detail::core_of(ex_).report(std::move(e), detail::report_origin::unwaited_task_group);
@@ -83,15 +104,32 @@ class task_group {
   /// Throws: std::logic_error after the executor's shutdown (from a non-worker thread; fn is
   /// not run and not counted); std::invalid_argument if fn is a null pointer to function or
   /// member; std::bad_alloc.
-  template <task_callable Fn>
-  void spawn(Fn&& fn) {
+  template <class Fn>
+  requires(task_callable<Fn> || stoppable_task_callable<Fn>) void spawn(Fn&& fn) {
     detail::check_not_null(fn, "spindle::task_group::spawn: fn is a null pointer");
-    auto body = [this, f = std::decay_t<Fn>(std::forward<Fn>(fn))]() mutable noexcept {
-      try {
-        static_cast<void>(std::invoke(f));
-      } catch (...) {
-        record(std::current_exception());
+    // The callable sits in an optional so that it is destroyed before finish(): its captures
+    // die before wait() can return (they may refer to the waiter's scope), as a spawned
+    // task's do.
+    auto body = [this, f = std::optional<std::decay_t<Fn>>(
+                           std::in_place, std::forward<Fn>(fn))]() mutable noexcept {
+      // relaxed: cancel() publishes nothing but the flag; a task that starts just before a
+      // cancel() runs, as a task already running would.
+      if (cancelled_.load(std::memory_order_relaxed)) {
+        // Skipped: f is destroyed with this record, unrun.
+        // relaxed: a statistic, read after wait() (ordered by finish()'s RMW chain).
+        skipped_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        try {
+          if constexpr (task_callable<Fn>) {
+            static_cast<void>(std::invoke(*f));
+          } else {
+            static_cast<void>(std::invoke(*f, source().get_token()));
+          }
+        } catch (...) {
+          record(std::current_exception());
+        }
       }
+      f.reset();
       finish();
     };
     using node = detail::posted_task<decltype(body)>;
@@ -115,14 +153,83 @@ class task_group {
   /// Preconditions: no other thread is in wait() of this group (checked in every build:
   /// message, then abort); not called from a task of this group.
   /// Throws: the first exception of the group's tasks.
-  void wait() {
+  /// Returns: task_group_status::cancelled if cancel() was called in this round, else
+  /// task_group_status::complete.
+  auto wait() -> task_group_status {
     wait_all();
+    // relaxed: only the waiter resets it; a cancel() racing with this return may count for
+    // the next round (see cancel()).
+    bool const was_cancelled = cancelled_.exchange(false, std::memory_order_relaxed);
+    if (was_cancelled) {
+      renew_source();
+    }
     if (auto e = take_error()) {
       std::rethrow_exception(std::move(e));
     }
+    return was_cancelled ? task_group_status::cancelled : task_group_status::complete;
+  }
+
+  /// Cancels the group's current round: tasks of the group that have not started are skipped
+  /// (never run; their callables are destroyed, once, and counted by skipped_tasks()), tasks
+  /// spawned into the group from now until wait() returns are skipped as well, and running
+  /// tasks that took a std::stop_token see stop requested. wait() then returns
+  /// task_group_status::cancelled, and the next round starts uncancelled with a fresh token.
+  /// A cancel() that races with the return of wait() may cancel the next round instead.
+  ///
+  /// Thread safety: any thread, the group's own tasks included. Throws: std::bad_alloc (the
+  /// group's stop source is made on first use).
+  void cancel() {
+    source().request_stop();
+    // relaxed: see the load in spawn(); the flag carries no data.
+    cancelled_.store(true, std::memory_order_relaxed);
+  }
+
+  /// Whether cancel() was called in the current round.
+  [[nodiscard]] auto is_cancelled() const noexcept -> bool {
+    // relaxed: a snapshot.
+    return cancelled_.load(std::memory_order_relaxed);
+  }
+
+  /// The token a std::stop_token-taking task of this round receives (stop requested by
+  /// cancel()). Throws: std::bad_alloc.
+  [[nodiscard]] auto stop_token() -> std::stop_token { return source().get_token(); }
+
+  /// Tasks skipped because the group was cancelled, over the group's life.
+  [[nodiscard]] auto skipped_tasks() const noexcept -> std::uint64_t {
+    // relaxed: a statistic; exact after wait().
+    return skipped_.load(std::memory_order_relaxed);
   }
 
  private:
+  /// The current round's stop source, made on first use: most groups never need one, and a
+  /// group per fork (a recursive fork-join) must not pay an allocation for it.
+  auto source() -> std::stop_source& {
+    // acquire: pairs with the release CAS below (or in another thread's call), so the source
+    // is seen fully constructed.
+    std::stop_source* s = stop_.load(std::memory_order_acquire);
+    if (s == nullptr) {
+      auto fresh = std::make_unique<std::stop_source>();
+      // acq_rel: release publishes *fresh; acquire on failure pairs with the winner's release.
+      if (stop_.compare_exchange_strong(s, fresh.get(), std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+        s = fresh.release();
+      }
+    }
+    return *s;
+  }
+
+  /// After a cancelled round: the next round gets a source whose stop is not requested. The
+  /// old one stays alive until the group dies, for a task spawned concurrently with wait()
+  /// that may still be reading it.
+  void renew_source() {
+    // acq_rel: takes the current source (acquire) and publishes nothing new (the next
+    // source() makes one).
+    std::stop_source* old = stop_.exchange(nullptr, std::memory_order_acq_rel);
+    if (old != nullptr) {
+      retired_.emplace_back(old);
+    }
+  }
+
   static constexpr std::uint64_t waiter_bit = std::uint64_t{1} << 63;
 
   void record(std::exception_ptr e) noexcept {
@@ -197,6 +304,12 @@ class task_group {
   detail::atomic<detail::completion*> waiter_{nullptr};
   detail::atomic<bool> failed_{false};
   std::exception_ptr error_;
+  detail::atomic<bool> cancelled_{false};
+  detail::atomic<std::uint64_t> skipped_{0};
+  // The current round's stop source (nullptr until first use), and those of earlier cancelled
+  // rounds (touched by the waiting thread only).
+  detail::atomic<std::stop_source*> stop_{nullptr};
+  std::vector<std::unique_ptr<std::stop_source>> retired_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

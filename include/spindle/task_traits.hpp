@@ -7,6 +7,8 @@
 
 #include <concepts>
 #include <functional>
+#include <stdexcept>
+#include <stop_token>
 #include <type_traits>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
@@ -29,5 +31,23 @@ concept task_callable = std::invocable < std::decay_t<Fn>
 /// The result type of a task callable.
 template <task_callable Fn>
 using task_result_t = std::invoke_result_t<std::decay_t<Fn>&>;
+
+/// A callable that takes a std::stop_token and is otherwise a task callable: executor::spawn
+/// and post pass it the executor's shutdown token, task_group::spawn the group's cancellation
+/// token, so that a long task can end early when nobody needs its work any more.
+template <class Fn>
+concept stoppable_task_callable =
+    !task_callable<Fn> && std::invocable<std::decay_t<Fn>&, std::stop_token> &&
+    std::move_constructible<std::decay_t<Fn>> &&
+    (std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&, std::stop_token>> ||
+     (std::is_object_v<std::invoke_result_t<std::decay_t<Fn>&, std::stop_token>> &&
+      std::move_constructible<std::invoke_result_t<std::decay_t<Fn>&, std::stop_token>>));
+
+/// What join_handle::join() throws for a task that join_handle::cancel() cancelled before it
+/// started.
+class task_cancelled : public std::runtime_error {
+ public:
+  task_cancelled() : std::runtime_error("spindle: the task was cancelled before it started") {}
+};
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -37,8 +37,7 @@ class options {
   explicit options(std::span<char const* const> args);
 
   [[nodiscard]] auto get_int(std::string const& key, std::int64_t fallback) const -> std::int64_t;
-  [[nodiscard]] auto get_string(std::string const& key, std::string fallback) const
-      -> std::string;
+  [[nodiscard]] auto get_string(std::string const& key, std::string fallback) const -> std::string;
   [[nodiscard]] auto flag(std::string const& key) const -> bool;
 
  private:
@@ -69,5 +68,24 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
 
 /// Fails the process loudly: a benchmark that lost or duplicated an item reports no figure.
 [[noreturn]] void fail(std::string const& what);
+
+/// Where a figure was measured, for the JSON files: the CPU model (/proc/cpuinfo "model
+/// name"), the number of CPUs, the compiler (__VERSION__), the commit spindle-bench was
+/// configured at (SPINDLE_BENCH_COMMIT, "unknown" without git) and the UTC date and time.
+struct machine_info {
+  std::string cpu_model;
+  unsigned cpus = 0;
+  std::string compiler;
+  std::string commit;
+  std::string date;
+};
+
+auto machine() -> machine_info;
+
+/// `s` as a JSON string literal, quotes included.
+auto json_string(std::string_view s) -> std::string;
+
+/// machine() as a JSON object.
+auto machine_json() -> std::string;
 
 }  // namespace spindle_bench

@@ -21,12 +21,14 @@
 //
 // Waiting. Peers with a blocking pop use it (std::condition_variable, oneTBB's
 // concurrent_bounded_queue, moodycamel's wait_dequeue). boost::lockfree has none, so it
-// spins with a pause instruction, then yields the processor (`spin_then_yield`). atomic_queue
+// spins with a pause instruction, then yields the processor (`spin_then_yield`); so does
+// xenium's vyukov_bounded_queue, which offers only try_push/try_pop. atomic_queue
 // is run with its own push()/pop(), which busy-wait on the slot (its intended use); the
 // table notes "spinning".
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -455,6 +457,59 @@ class tbb_queue {
 
  private:
   tbb::concurrent_bounded_queue<u64> queue_;
+  counted_end end_;
+};
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// xenium::vyukov_bounded_queue (Vyukov's bounded MPMC array queue): try_push/try_pop only, so
+// both sides spin, then yield. Its size must be a power of two of at least 2.
+
+#if defined(SPINDLE_HAVE_XENIUM)
+class xenium_vyukov_queue {
+ public:
+  static constexpr std::string_view key = "xenium";
+  static constexpr std::string_view name = "xenium::vyukov_bounded_queue";
+  // Positions are taken from one enqueue and one dequeue counter in order: a producer's later
+  // message gets a later position, and a consumer's later pop a later one.
+  static constexpr bool fifo = true;
+
+  static auto slots(std::size_t capacity) -> std::size_t {
+    return std::bit_ceil(std::clamp<std::size_t>(capacity, 2, std::size_t{1} << 30));
+  }
+
+  static auto note(std::size_t capacity) -> std::string {
+    std::string n = "no blocking: spin-then-yield try_push/try_pop; stop by count";
+    if (capacity == 0) {
+      n += "; capacity 2 (no rendezvous)";
+    } else if (slots(capacity) != capacity) {
+      n += "; capacity rounded up to a power of 2 >= 2";
+    }
+    return n;
+  }
+
+  xenium_vyukov_queue(std::size_t capacity, u64 total) : queue_(slots(capacity)), end_(total) {}
+
+  void wait_push(u64 v) {
+    spin_then_yield w;
+    while (!queue_.try_push(v)) {
+      w.wait();
+    }
+  }
+  void wait_pop(u64& out) {
+    spin_then_yield w;
+    while (!queue_.try_pop(out)) {
+      w.wait();
+    }
+  }
+  auto end() -> counted_end& { return end_; }
+
+  auto make_producer() -> plain_producer<xenium_vyukov_queue> { return plain_producer(*this); }
+  auto make_consumer() -> counted_consumer<xenium_vyukov_queue> { return counted_consumer(*this); }
+  void seal() {}
+
+ private:
+  xenium::vyukov_bounded_queue<u64> queue_;
   counted_end end_;
 };
 #endif

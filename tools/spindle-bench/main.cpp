@@ -4,8 +4,12 @@
 
 #include "bench_common.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <ctime>
+#include <fstream>
 #include <iostream>
+#include <thread>
 
 namespace spindle_bench {
 
@@ -54,7 +58,9 @@ auto options::get_string(std::string const& key, std::string fallback) const -> 
   return it == values_.end() ? fallback : it->second;
 }
 
-auto options::flag(std::string const& key) const -> bool { return values_.contains(key); }
+auto options::flag(std::string const& key) const -> bool {
+  return values_.contains(key);
+}
 
 auto summarize(std::vector<double> sample) -> summary {
   if (sample.empty()) {
@@ -79,10 +85,11 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
                 unit.c_str());
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto s = summarize(rows[i].sample);
-      std::printf("%s{\"name\": \"%s\", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g, "
-                  "\"runs\": %zu, \"note\": \"%s\"}",
-                  i == 0 ? "" : ", ", rows[i].name.c_str(), s.median, s.min, s.max,
-                  rows[i].sample.size(), rows[i].note.c_str());
+      std::printf(
+          "%s{\"name\": \"%s\", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g, "
+          "\"runs\": %zu, \"note\": \"%s\"}",
+          i == 0 ? "" : ", ", rows[i].name.c_str(), s.median, s.min, s.max, rows[i].sample.size(),
+          rows[i].note.c_str());
     }
     std::printf("]}\n");
     return;
@@ -110,6 +117,79 @@ void fail(std::string const& what) {
   std::exit(2);
 }
 
+auto machine() -> machine_info {
+  machine_info m;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.starts_with("model name")) {
+      if (auto colon = line.find(':'); colon != std::string::npos) {
+        auto const first = line.find_first_not_of(" \t", colon + 1);
+        m.cpu_model = first == std::string::npos ? "" : line.substr(first);
+      }
+      break;
+    }
+  }
+  if (m.cpu_model.empty()) {
+    m.cpu_model = "unknown CPU";
+  }
+  m.cpus = std::thread::hardware_concurrency();
+  m.compiler = __VERSION__;
+#if defined(__clang__)
+  m.compiler = "clang " + m.compiler;
+#elif defined(__GNUC__)
+  m.compiler = "g++ " + m.compiler;
+#endif
+#if defined(SPINDLE_BENCH_COMMIT)
+  m.commit = SPINDLE_BENCH_COMMIT;
+#else
+  m.commit = "unknown";
+#endif
+  auto const now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  m.date = buf;
+  return m;
+}
+
+auto json_string(std::string_view s) -> std::string {
+  std::string out = "\"";
+  for (char const c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+auto machine_json() -> std::string {
+  auto const m = machine();
+  return "{\"cpu_model\": " + json_string(m.cpu_model) + ", \"cpus\": " + std::to_string(m.cpus) +
+         ", \"compiler\": " + json_string(m.compiler) + ", \"commit\": " + json_string(m.commit) +
+         ", \"date\": " + json_string(m.date) + "}";
+}
+
 }  // namespace spindle_bench
 
 auto main(int argc, char** argv) -> int {
@@ -124,7 +204,8 @@ auto main(int argc, char** argv) -> int {
     return cmd == "help" ? 0 : 1;
   }
   try {
-    return it->second.run(std::span<char const* const>(argv + 2, static_cast<std::size_t>(argc - 2)));
+    return it->second.run(
+        std::span<char const* const>(argv + 2, static_cast<std::size_t>(argc - 2)));
   } catch (std::exception const& e) {
     std::cerr << "spindle-bench " << cmd << ": " << e.what() << "\n";
     return 1;

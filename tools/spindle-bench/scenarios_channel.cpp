@@ -50,6 +50,7 @@
 
 #include "bench_common.hpp"
 #include "channel_peers.hpp"
+#include "channel_scenarios.hpp"
 
 namespace spindle_bench::channel {
 namespace {
@@ -298,6 +299,9 @@ auto all_impls() -> std::vector<impl> {
 #if defined(SPINDLE_HAVE_TBB)
   v.push_back(make_impl<tbb_queue>());
 #endif
+#if defined(SPINDLE_HAVE_XENIUM)
+  v.push_back(make_impl<xenium_vyukov_queue>());
+#endif
   return v;
 }
 
@@ -467,4 +471,18 @@ registrar const channel_idle_cmd({"channel-idle",
                                   run_channel_idle});
 
 }  // namespace
+
+// The sweep's view of the implementations above (channel_scenarios.hpp).
+auto channel_impls_for_sweep(std::size_t capacity) -> std::vector<channel_impl_ref> {
+  std::vector<channel_impl_ref> refs;
+  for (auto const& i : all_impls()) {
+    auto run = i.throughput;
+    refs.push_back({i.key, i.name, i.note(capacity),
+                    [run](int producers, int consumers, u64 messages, std::size_t cap) {
+                      return run(workload{producers, consumers, messages, cap});
+                    }});
+  }
+  return refs;
+}
+
 }  // namespace spindle_bench::channel

@@ -13,9 +13,13 @@
 //   idle      CPU time burned by an idle executor of 2 workers over 2 s (getrusage).
 // Every scenario checks its result (fib value, task count, element checksum) and fails loudly
 // when it is wrong.
+//
+// executor_sweep_impls (sweep.hpp) hands the fib, spawn and for workloads to `spindle-bench
+// sweep`, built for a given worker count.
 
 #include "bench/support/executor_workloads.hpp"
 #include "bench_common.hpp"
+#include "sweep.hpp"
 
 #include <spindle/executor.hpp>
 #include <spindle/parallel.hpp>
@@ -25,7 +29,10 @@
 #include <chrono>
 #include <cstdint>
 #include <latch>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -58,6 +65,150 @@ void check(bool ok, std::string const& what) {
     spindle_bench::fail(what);
   }
 }
+
+// ---- spawn: one outside thread submits `tasks` empty tasks and waits for all of them; each
+// returns the milliseconds it took and checks that every task ran ----
+
+auto spawn_post(spindle::executor& ex, std::size_t tasks) -> double {
+  std::latch left(static_cast<std::ptrdiff_t>(tasks));
+  return time_ms([&] {
+    for (std::size_t i = 0; i < tasks; ++i) {
+      ex.post([&left] { left.count_down(); });
+    }
+    left.wait();
+  });
+}
+
+auto spawn_group(spindle::executor& ex, std::size_t tasks) -> double {
+  std::atomic<std::size_t> count{0};
+  double const ms = time_ms([&] {
+    spindle::task_group g{ex};
+    for (std::size_t i = 0; i < tasks; ++i) {
+      g.spawn([&count] { count.fetch_add(1, std::memory_order_relaxed); });
+    }
+    g.wait();
+  });
+  check(count.load() == tasks, "spindle task_group spawn count");
+  return ms;
+}
+
+auto spawn_join(spindle::executor& ex, std::size_t tasks) -> double {
+  std::vector<spindle::join_handle<void>> hs;
+  hs.reserve(tasks);
+  return time_ms([&] {
+    for (std::size_t i = 0; i < tasks; ++i) {
+      hs.push_back(ex.spawn([] {}));
+    }
+    for (auto& h : hs) {
+      h.join();
+    }
+  });
+}
+
+#if defined(SPINDLE_HAVE_TBB)
+// tbb::task_group::run from a thread outside any arena: the tasks go to that thread's implicit
+// arena, whose concurrency the active tbb::global_control limits.
+auto spawn_tbb_group(std::size_t tasks) -> double {
+  std::atomic<std::size_t> count{0};
+  double const ms = time_ms([&] {
+    tbb::task_group g;
+    for (std::size_t i = 0; i < tasks; ++i) {
+      g.run([&count] { count.fetch_add(1, std::memory_order_relaxed); });
+    }
+    g.wait();
+  });
+  check(count.load() == tasks, "tbb task_group spawn count");
+  return ms;
+}
+
+auto spawn_tbb_enqueue(tbb::task_arena& arena, std::size_t tasks) -> double {
+  std::latch left(static_cast<std::ptrdiff_t>(tasks));
+  return time_ms([&] {
+    for (std::size_t i = 0; i < tasks; ++i) {
+      arena.enqueue([&left] { left.count_down(); });
+    }
+    left.wait();
+  });
+}
+#endif
+
+// ---- parallel_for: a trivial body, data[i] = data[i] * 3 + 1 over data[i] = i ----
+
+class loop_data {
+ public:
+  explicit loop_data(std::size_t elements) : data_(elements) {
+    for (std::size_t i = 0; i < elements; ++i) {
+      expected_sum_ += static_cast<std::uint32_t>(static_cast<std::uint32_t>(i) * 3U + 1U);
+    }
+  }
+
+  /// Refills the data, times `loop(size, body)`, and checks every element was updated once.
+  template <class Loop>
+  auto timed(char const* who, Loop&& loop) -> double {
+    for (std::size_t i = 0; i < data_.size(); ++i) {
+      data_[i] = static_cast<std::uint32_t>(i);
+    }
+    auto body = [this](std::size_t i) { data_[i] = data_[i] * 3 + 1; };
+    double const ms = time_ms([&] { loop(data_.size(), body); });
+    std::uint64_t sum = 0;
+    for (auto const v : data_) {
+      sum += v;
+    }
+    check(sum == expected_sum_, std::string(who) + " parallel_for checksum");
+    return ms;
+  }
+
+ private:
+  std::vector<std::uint32_t> data_;
+  std::uint64_t expected_sum_ = 0;
+};
+
+auto for_serial(loop_data& d) -> double {
+  return d.timed("serial", [](std::size_t n, auto const& body) {
+    for (std::size_t i = 0; i < n; ++i) {
+      body(i);
+    }
+  });
+}
+
+auto for_spindle(spindle::executor& ex, loop_data& d) -> double {
+  return d.timed("spindle", [&ex](std::size_t n, auto const& body) {
+    spindle::parallel_for(ex, std::size_t{0}, n, body);
+  });
+}
+
+auto for_spindle_grain(spindle::executor& ex, loop_data& d) -> double {
+  return d.timed("spindle grain", [&ex](std::size_t n, auto const& body) {
+    spindle::parallel_for(ex, std::size_t{0}, n, 4096, body);
+  });
+}
+
+#if defined(SPINDLE_HAVE_TBB)
+auto for_tbb(tbb::task_arena& arena, loop_data& d) -> double {
+  return d.timed("tbb", [&arena](std::size_t n, auto const& body) {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n),
+                        [&](tbb::blocked_range<std::size_t> const& range) {
+                          for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                            body(i);
+                          }
+                        });
+    });
+  });
+}
+#endif
+
+#if defined(SPINDLE_HAVE_OPENMP)
+auto for_omp(int threads, loop_data& d) -> double {
+  return d.timed("omp", [threads](std::size_t size, auto const& body) {
+    auto const n = static_cast<std::int64_t>(size);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t i = 0; i < n; ++i) {
+      body(static_cast<std::size_t>(i));
+    }
+  });
+}
+#endif
 
 auto run_executor(std::span<char const* const> args) -> int {
   spindle_bench::options const opt(args);
@@ -153,59 +304,12 @@ auto run_executor(std::span<char const* const> args) -> int {
   auto const per_s = [&](double ms) { return static_cast<double>(tasks) / ms / 1e3; };
   int const spawn_runs = want("spawn") ? runs : 0;
   for (int r = 0; r < spawn_runs; ++r) {
-    {
-      std::latch left(static_cast<std::ptrdiff_t>(tasks));
-      s_post.sample.push_back(per_s(time_ms([&] {
-        for (std::size_t i = 0; i < tasks; ++i) {
-          ex.post([&left] { left.count_down(); });
-        }
-        left.wait();
-      })));
-    }
-    {
-      std::atomic<std::size_t> count{0};
-      s_group.sample.push_back(per_s(time_ms([&] {
-        spindle::task_group g{ex};
-        for (std::size_t i = 0; i < tasks; ++i) {
-          g.spawn([&count] { count.fetch_add(1, std::memory_order_relaxed); });
-        }
-        g.wait();
-      })));
-      check(count.load() == tasks, "spindle task_group spawn count");
-    }
-    {
-      std::vector<spindle::join_handle<void>> hs;
-      hs.reserve(tasks);
-      s_spawn.sample.push_back(per_s(time_ms([&] {
-        for (std::size_t i = 0; i < tasks; ++i) {
-          hs.push_back(ex.spawn([] {}));
-        }
-        for (auto& h : hs) {
-          h.join();
-        }
-      })));
-    }
+    s_post.sample.push_back(per_s(spawn_post(ex, tasks)));
+    s_group.sample.push_back(per_s(spawn_group(ex, tasks)));
+    s_spawn.sample.push_back(per_s(spawn_join(ex, tasks)));
 #if defined(SPINDLE_HAVE_TBB)
-    {
-      std::atomic<std::size_t> count{0};
-      s_tbb.sample.push_back(per_s(time_ms([&] {
-        tbb::task_group g;
-        for (std::size_t i = 0; i < tasks; ++i) {
-          g.run([&count] { count.fetch_add(1, std::memory_order_relaxed); });
-        }
-        g.wait();
-      })));
-      check(count.load() == tasks, "tbb task_group spawn count");
-    }
-    {
-      std::latch left(static_cast<std::ptrdiff_t>(tasks));
-      s_tbb_enq.sample.push_back(per_s(time_ms([&] {
-        for (std::size_t i = 0; i < tasks; ++i) {
-          arena.enqueue([&left] { left.count_down(); });
-        }
-        left.wait();
-      })));
-    }
+    s_tbb.sample.push_back(per_s(spawn_tbb_group(tasks)));
+    s_tbb_enq.sample.push_back(per_s(spawn_tbb_enqueue(arena, tasks)));
 #endif
   }
   std::vector<row> spawn_rows{s_post, s_group, s_spawn};
@@ -221,69 +325,21 @@ auto run_executor(std::span<char const* const> args) -> int {
 
   // ---- parallel_for ----
   int const for_runs = want("for") ? runs : 0;
-  std::vector<std::uint32_t> data(for_runs > 0 ? elems : 0);
-  std::uint64_t expected_sum = 0;
-  auto reset = [&] {
-    for (std::size_t i = 0; i < elems; ++i) {
-      data[i] = static_cast<std::uint32_t>(i);
-    }
-  };
-  auto verify = [&](char const* who) {
-    std::uint64_t s = 0;
-    for (std::size_t i = 0; i < elems; ++i) {
-      s += data[i];
-    }
-    if (expected_sum == 0) {
-      expected_sum = s;
-    }
-    check(s == expected_sum, std::string(who) + " parallel_for checksum");
-  };
-  auto body = [&data](std::size_t i) { data[i] = data[i] * 3 + 1; };
+  loop_data data(for_runs > 0 ? elems : 0);
   row p_spindle{"spindle parallel_for", "grain 1, adaptive splitting", {}};
   row p_spindle_g{"spindle parallel_for grain 4096", "", {}};
   row p_serial{"serial", "the same loop", {}};
   row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
   row p_omp{"OpenMP parallel for", "schedule(static)", {}};
   for (int r = 0; r < for_runs; ++r) {
-    reset();
-    p_serial.sample.push_back(time_ms([&] {
-      for (std::size_t i = 0; i < elems; ++i) {
-        body(i);
-      }
-    }));
-    verify("serial");
-    reset();
-    p_spindle.sample.push_back(
-        time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, elems, body); }));
-    verify("spindle");
-    reset();
-    p_spindle_g.sample.push_back(
-        time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, elems, 4096, body); }));
-    verify("spindle grain");
+    p_serial.sample.push_back(for_serial(data));
+    p_spindle.sample.push_back(for_spindle(ex, data));
+    p_spindle_g.sample.push_back(for_spindle_grain(ex, data));
 #if defined(SPINDLE_HAVE_TBB)
-    reset();
-    p_tbb.sample.push_back(time_ms([&] {
-      arena.execute([&] {
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, elems),
-                          [&](tbb::blocked_range<std::size_t> const& range) {
-                            for (std::size_t i = range.begin(); i != range.end(); ++i) {
-                              body(i);
-                            }
-                          });
-      });
-    }));
-    verify("tbb");
+    p_tbb.sample.push_back(for_tbb(arena, data));
 #endif
 #if defined(SPINDLE_HAVE_OPENMP)
-    reset();
-    p_omp.sample.push_back(time_ms([&] {
-      auto const n = static_cast<std::int64_t>(elems);
-#pragma omp parallel for schedule(static) num_threads(threads)
-      for (std::int64_t i = 0; i < n; ++i) {
-        body(static_cast<std::size_t>(i));
-      }
-    }));
-    verify("omp");
+    p_omp.sample.push_back(for_omp(threads, data));
 #endif
   }
   std::vector<row> for_rows{p_spindle, p_spindle_g, p_serial};
@@ -307,4 +363,111 @@ spindle_bench::registrar const executor_cmd{
      "[--runs R] [--json] [--workers N] [--quick] [--only idle,fib,spawn,for]",
      run_executor}};
 
+/// Everything the executor sweep's implementations share at one worker count. TBB's
+/// global_control lets its arena have `workers` threads even past the number of CPUs; it is
+/// made before the arena and outlives it.
+struct sweep_context {
+  explicit sweep_context(std::size_t workers, std::size_t elements)
+      : ex{workers},
+#if defined(SPINDLE_HAVE_TBB)
+        tbb_threads(tbb::global_control::max_allowed_parallelism, workers),
+        arena(static_cast<int>(workers)),
+#endif
+        threads(static_cast<int>(workers)),
+        data(elements) {
+  }
+
+  spindle::executor ex;
+#if defined(SPINDLE_HAVE_TBB)
+  tbb::global_control tbb_threads;
+  tbb::task_arena arena;
+#endif
+  int threads;
+  loop_data data;
+};
+
 }  // namespace
+
+namespace spindle_bench {
+
+auto executor_sweep_impls(std::string_view scenario, std::size_t workers,
+                          executor_sweep_sizes const& sizes) -> std::vector<sweep_impl> {
+  auto const ctx = std::make_shared<sweep_context>(workers, scenario == "for" ? sizes.elements : 0);
+  std::vector<sweep_impl> impls;
+  auto add = [&impls](std::string name, std::string note, sweep_family family,
+                      std::function<double()> measure) {
+    impls.push_back({std::move(name), std::move(note), family, std::move(measure)});
+  };
+  if (scenario == "fib") {
+    int const n = sizes.fib;
+    auto const expected = fib_serial(n);
+    add("spindle join", "fork at every call", sweep_family::spindle, [ctx, n, expected] {
+      std::uint64_t v = 0;
+      double const ms = time_ms([&] { v = fib_join(ctx->ex, n); });
+      check(v == expected, "spindle join fib");
+      return ms;
+    });
+    add("spindle task_group", "fork at every call, one node per spawn", sweep_family::spindle,
+        [ctx, n, expected] {
+          std::uint64_t v = 0;
+          double const ms = time_ms([&] { v = fib_group(ctx->ex, n); });
+          check(v == expected, "spindle task_group fib");
+          return ms;
+        });
+#if defined(SPINDLE_HAVE_TBB)
+    add("oneTBB task_group", "fork at every call, in a task_arena", sweep_family::peer,
+        [ctx, n, expected] {
+          std::uint64_t v = 0;
+          double const ms = time_ms([&] { ctx->arena.execute([&] { v = fib_tbb(n); }); });
+          check(v == expected, "tbb fib");
+          return ms;
+        });
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+    add("OpenMP task", "fork at every call, num_threads(workers)", sweep_family::peer,
+        [ctx, n, expected] {
+          std::uint64_t v = 0;
+          double const ms = time_ms([&] { v = fib_omp(n, ctx->threads); });
+          check(v == expected, "omp fib");
+          return ms;
+        });
+#endif
+    add("serial", "the floor, one thread", sweep_family::baseline, [n, expected] {
+      std::uint64_t v = 0;
+      double const ms = time_ms([&] { v = fib_serial(n); });
+      check(v == expected, "serial fib");
+      return ms;
+    });
+  } else if (scenario == "spawn") {
+    std::size_t const tasks = sizes.tasks;
+    auto per_s = [tasks](double ms) { return static_cast<double>(tasks) / ms / 1e3; };
+    add("spindle post", "count down a latch per task", sweep_family::spindle,
+        [ctx, tasks, per_s] { return per_s(spawn_post(ctx->ex, tasks)); });
+    add("spindle task_group", "spawn + wait", sweep_family::spindle,
+        [ctx, tasks, per_s] { return per_s(spawn_group(ctx->ex, tasks)); });
+#if defined(SPINDLE_HAVE_TBB)
+    add("oneTBB task_group run", "run + wait, from outside the arena", sweep_family::peer,
+        [tasks, per_s] { return per_s(spawn_tbb_group(tasks)); });
+    add("oneTBB arena enqueue", "count down a latch per task", sweep_family::peer,
+        [ctx, tasks, per_s] { return per_s(spawn_tbb_enqueue(ctx->arena, tasks)); });
+#endif
+  } else if (scenario == "for") {
+    add("spindle parallel_for", "grain 1, adaptive splitting", sweep_family::spindle,
+        [ctx] { return for_spindle(ctx->ex, ctx->data); });
+#if defined(SPINDLE_HAVE_TBB)
+    add("oneTBB parallel_for", "blocked_range, auto_partitioner", sweep_family::peer,
+        [ctx] { return for_tbb(ctx->arena, ctx->data); });
+#endif
+#if defined(SPINDLE_HAVE_OPENMP)
+    add("OpenMP parallel for", "schedule(static)", sweep_family::peer,
+        [ctx] { return for_omp(ctx->threads, ctx->data); });
+#endif
+    add("serial", "the same loop, one thread", sweep_family::baseline,
+        [ctx] { return for_serial(ctx->data); });
+  } else {
+    throw std::invalid_argument("executor sweep: no scenario " + std::string(scenario));
+  }
+  return impls;
+}
+
+}  // namespace spindle_bench

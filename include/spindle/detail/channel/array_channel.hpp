@@ -123,6 +123,7 @@ class array_channel {
 
   /// Sends, blocking while the channel is full. Returns sent, closed, or timed_out (deadline).
   auto send(T& value, wait_options const& options) noexcept -> send_status {
+    bool blocked = false;
     for (;;) {
       // A full channel gets room only when a receiver runs. Spinning with PAUSE would hold
       // the core that receiver may need (a full channel usually means more busy threads than
@@ -142,7 +143,8 @@ class array_channel {
         return send_status::timed_out;
       }
       park_on(
-          senders_.value, [this] { return !is_full() || is_closed(); }, options);
+          senders_.value, [this] { return !is_full() || is_closed(); }, options, blocked,
+          /*is_send=*/true);
     }
   }
 

@@ -27,6 +27,7 @@
 #include <spindle/detail/channel/zero_channel.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/available_cpus.hpp>
+#include <spindle/detail/sync/cache_padded.hpp>
 #include <spindle/detail/sync/config.hpp>
 
 #include <cstddef>
@@ -123,7 +124,19 @@ class channel_state {
       return static_cast<channel_state const*>(self)->users_fit_cores();
     };
     options.may_spin_arg = this;
+    options.counters = &counters_.value;
     return visit([&](auto& flavour) { return flavour.recv(options); });
+  }
+
+  /// Sends through the flavour, blocking as `options` says (the channel's counters added).
+  auto send(T& value, wait_options options) noexcept -> send_status {
+    options.counters = &counters_.value;
+    return visit([&](auto& flavour) { return flavour.send(value, options); });
+  }
+
+  /// The counters of blocking calls (sender::stats(), receiver::stats()).
+  [[nodiscard]] auto counters() const noexcept -> channel_counters const& {
+    return counters_.value;
   }
 
   /// Sends without waiting, through the flavour (`value` is moved from only when sent).
@@ -232,6 +245,9 @@ class channel_state {
   atomic<std::size_t> receivers_{1};
   atomic<bool> destroy_{false};
   channel_flavor const flavor_;
+  // Written only next to a sleep, on a line of their own so that those writes never slow the
+  // fields above.
+  cache_padded<channel_counters> counters_{};
   union {
     array_channel<T> array_;
     list_channel<T> list_;

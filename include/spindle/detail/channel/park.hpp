@@ -46,8 +46,12 @@ inline auto wait_for_selection(waiter& self, wait_options const& options) noexce
 /// must read the structure's state with seq_cst loads, see wait_list.hpp (A)/(B)), parks until
 /// a waker, close, the deadline or stop ends the wait, and unregisters. The caller retries its
 /// operation afterwards whatever happened.
+///
+/// `blocked` is the calling operation's flag for the channel's counters (note_wait): false
+/// until its first sleep; `is_send` says which counter that first sleep raises.
 template <class Ready>
-void park_on(wait_list& list, Ready&& ready, wait_options const& options) noexcept {
+void park_on(wait_list& list, Ready&& ready, wait_options const& options, bool& blocked,
+             bool is_send) noexcept {
   waiter self;
   wait_entry entry(self);
   list.push(entry);
@@ -58,6 +62,7 @@ void park_on(wait_list& list, Ready&& ready, wait_options const& options) noexce
     }
     // A waker selected us in between; consume its wake below.
   }
+  options.note_wait(blocked, is_send);
   auto const selection = wait_for_selection(self, options);
   if (selection < waiter::first_operation) {
     // aborted or closed: nobody unlinked us on the way (a notifier unlinks what it selects).

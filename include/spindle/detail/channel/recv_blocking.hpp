@@ -37,6 +37,7 @@ template <class T, class PollRecv, class TryRecv, class Ready>
 auto recv_waiting(PollRecv& poll_recv, TryRecv& try_recv, wait_list& list, Ready& ready,
                   wait_options const& options) noexcept -> recv_result<T> {
   bool const spin = options.spin();
+  bool blocked = false;
   for (;;) {
     // No polls for a wait whose deadline has passed (recv_for(0)): it ends after one look.
     bool const poll_first = spin && !options.expired();
@@ -57,7 +58,7 @@ auto recv_waiting(PollRecv& poll_recv, TryRecv& try_recv, wait_list& list, Ready
     if (options.expired()) {
       return recv_result<T>{recv_status::timed_out, std::nullopt};
     }
-    park_on(list, ready, options);
+    park_on(list, ready, options, blocked, /*is_send=*/false);
   }
 }
 

@@ -7,10 +7,25 @@
 #include <spindle/detail/sync/config.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stop_token>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// A channel's counters of blocking (sender::stats(), receiver::stats()). Each is raised only
+/// next to a sleep on the channel's wait lists (a futex wait, microseconds), never on a path
+/// that completes without waiting, so they are always on.
+struct channel_counters {
+  atomic<std::uint64_t> blocked_sends{0};     // blocking sends that had to sleep at least once
+  atomic<std::uint64_t> blocked_receives{0};  // likewise, receives
+  atomic<std::uint64_t> waits{0};             // sleeps on the wait lists, all operations
+
+  static void bump(atomic<std::uint64_t>& c) noexcept {
+    // relaxed: a statistic; the sleep next to it costs far more than the line it touches.
+    c.fetch_add(1, std::memory_order_relaxed);
+  }
+};
 
 /// What may end a blocking call besides success or close, and how it waits.
 struct wait_options {
@@ -37,6 +52,22 @@ struct wait_options {
   }
   [[nodiscard]] auto stop_requested() const noexcept -> bool {
     return stop != nullptr && stop->stop_requested();
+  }
+
+  /// The channel's counters (channel_state sets it for every blocking call it forwards).
+  channel_counters* counters = nullptr;
+
+  /// Called once per sleep on a wait list. `first` is the operation's own flag: the first
+  /// sleep of an operation also counts it as blocked (a send when `is_send`).
+  void note_wait(bool& first, bool is_send) const noexcept {
+    if (counters == nullptr) {
+      return;
+    }
+    if (!first) {
+      first = true;
+      channel_counters::bump(is_send ? counters->blocked_sends : counters->blocked_receives);
+    }
+    channel_counters::bump(counters->waits);
   }
 };
 

@@ -80,6 +80,8 @@ class zero_channel {
     wait_entry entry(self, std::addressof(value));
     senders_.push(entry);
     lock.unlock();
+    bool blocked = false;
+    options.note_wait(blocked, /*is_send=*/true);
     auto const selection = self.wait(options.deadline);
     if (selection >= waiter::first_operation) {
       return send_status::sent;
@@ -125,6 +127,8 @@ class zero_channel {
     wait_entry entry(self, &packet);
     receivers_.push(entry);
     lock.unlock();
+    bool blocked = false;
+    options.note_wait(blocked, /*is_send=*/false);
     auto const selection = wait_for_selection(self, options);
     if (selection >= waiter::first_operation) {
       // The sender moved its value into `packet` under the mutex, before it woke us.

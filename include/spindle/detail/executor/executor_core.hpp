@@ -39,6 +39,21 @@
 // exits, and outside waiters sleep on a parker of this core under the model (see
 // outside_parker()).
 //
+// Helping depth: a waiting worker that runs other tasks nests them on its own stack, and a
+// task run there may wait and help again. rayon bounds nothing here (rayon issues #854 and
+// #1064: stack overflows from nested stealing while waiting); oneTBB stops stealing once the
+// stack is about half used (its stealing threshold). spindle does the same: past the middle
+// of its stack (help_floor, read when the worker starts; see detail/sync/native_thread.hpp) a
+// waiting worker runs only tasks from its own deque, which the code on its stack pushed, and
+// otherwise sleeps until its wait is over (wait_deep). The nesting of unrelated tasks is then
+// bounded by half the stack, whatever size executor_options::stack_size gives it; the other
+// half is left for the deepest task's own frames (wait_restricted). Tests:
+// tests/executor_options_test.cpp (DeepJoinOnSmallStacks).
+//
+// Isolation (spindle/isolate.hpp): a thread inside an isolation region waits the same
+// restricted way, running only its own deque's tasks of the region, so a lock held across a
+// join is never re-entered by an unrelated task on the same thread.
+//
 // Synchronization: the scheduler's fields are listed in scheduler.hpp, a worker's in
 // worker_ctx.hpp. Here:
 //   guests_      raised by enter_guest() (G1) and lowered by release_guest() (G2), seq_cst.
@@ -47,6 +62,7 @@
 //   handler_     guarded by handler_mu_. threads_ by shutdown_mu_ once the constructor returned.
 
 #include <spindle/detail/coro/resume.hpp>
+#include <spindle/detail/executor/blocking_pool.hpp>
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/scheduler.hpp>
 #include <spindle/detail/executor/task.hpp>
@@ -56,9 +72,12 @@
 #include <spindle/detail/sync/blocking_hook.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
+#include <spindle/detail/sync/native_thread.hpp>
 #include <spindle/detail/sync/parker.hpp>
+#include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -67,6 +86,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <stop_token>
 #include <utility>
 #include <vector>
 
@@ -74,8 +94,9 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// Where an exception that nobody observed comes from, for the handler's default message.
 enum class report_origin : std::uint8_t {
-  posted_task,         ///< escaped a task passed to executor::post
-  unwaited_task_group  ///< a task of a task_group destroyed without wait()
+  posted_task,          ///< escaped a task passed to executor::post
+  unwaited_task_group,  ///< a task of a task_group destroyed without wait()
+  thread_hook           ///< escaped executor_options::on_thread_start or on_thread_stop
 };
 
 class executor_core final : public scheduler, public resume_target {
@@ -84,14 +105,31 @@ class executor_core final : public scheduler, public resume_target {
 
   /// Throws: std::invalid_argument if workers == 0; std::system_error if a thread cannot start.
   executor_core(std::size_t workers, exception_handler on_unhandled)
-      : scheduler(workers), handler_(std::move(on_unhandled)) {
+      : executor_core(workers, executor_options().on_unhandled(std::move(on_unhandled))) {}
+
+  /// `workers` threads made as `opts` says (opts.workers is not read: the caller resolved it).
+  /// Throws: std::invalid_argument if workers == 0 or a setting cannot be honoured (before
+  /// any thread starts); std::system_error if a thread cannot start.
+  executor_core(std::size_t workers, executor_options opts)
+      : scheduler(workers),
+        handler_(opts.on_unhandled()),
+        on_thread_start_(opts.on_thread_start()),
+        on_thread_stop_(opts.on_thread_stop()),
+        blocking_(blocking_options(opts, workers)) {
+    check_thread_settings(opts.stack_size(), opts.worker_cpus());
+    injector_capacity_ = opts.injector_capacity();
     threads_.reserve(workers);
     // relaxed: no worker runs yet; the thread start publishes it.
     started_.store(workers, std::memory_order_relaxed);
     try {
       for (std::size_t i = 0; i < workers; ++i) {
+        thread_settings settings{thread_name_for(opts.thread_name(), "", i), opts.stack_size(), {}};
+        if (auto const& cpus = opts.worker_cpus(); !cpus.empty()) {
+          settings.cpus = cpus[i % cpus.size()];
+        }
         // reserve() above: push_back cannot throw, so a started thread is always owned.
-        threads_.push_back(std::make_unique<os_thread>([this, i] { worker_main(*ctxs_[i]); }));
+        threads_.push_back(std::make_unique<native_thread>(std::move(settings),
+                                                           [this, i] { worker_main(*ctxs_[i]); }));
       }
     } catch (...) {
       // Only the threads that started take part in the quiescence check.
@@ -177,6 +215,12 @@ class executor_core final : public scheduler, public resume_target {
         wait_as_guest(*w, done);
         return;
       }
+      if (current_isolation != 0 ||
+          (w->help_floor != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) <
+                                     w->help_floor)) [[unlikely]] {
+        wait_restricted(*w, done);
+        return;
+      }
       while (task* t = next_task(*w, &done)) {
         run(*w, t);
       }
@@ -221,6 +265,8 @@ class executor_core final : public scheduler, public resume_target {
     }
     std::fputs(origin == report_origin::posted_task
                    ? "spindle: an exception escaped a task passed to executor::post\n"
+               : origin == report_origin::thread_hook
+                   ? "spindle: an exception escaped an executor thread's start or stop hook\n"
                    : "spindle: an exception escaped a task of a spindle::task_group destroyed "
                      "without wait()\n",
                stderr);
@@ -286,6 +332,12 @@ class executor_core final : public scheduler, public resume_target {
     core->unref();
   }
   using scheduler::submit;
+  // Bounded submission from outside (executor::try_spawn, try_post).
+  using scheduler::bounded;
+  using scheduler::cancel_room;
+  using scheduler::push_outside;
+  using scheduler::stopping;
+  using scheduler::try_take_room;
 
   void set_handler(exception_handler h) {
     std::lock_guard guard(handler_mu_);
@@ -302,11 +354,15 @@ class executor_core final : public scheduler, public resume_target {
           "spindle::executor::shutdown called from one of its own workers or inside a join of "
           "its own");
     }
+    // Long tasks that look at the shutdown token may end early; the others run as usual.
+    stop_on_shutdown_.request_stop();
     std::lock_guard guard(shutdown_mu_);
     injector_.close();
     // seq_cst: read by try_terminate(); the close above happens-before it, so a worker that
     // sees stopping_ sees every push the injector accepted.
     stopping_.store(true, std::memory_order_seq_cst);
+    // Outside submitters asleep on a full injector wake, see stopping_ and throw.
+    close_room();
     // Sleepers re-evaluate: the last one to park again sees stopping_ and quiescence.
     idle_.wake_all();
     for (auto& t : threads_) {
@@ -314,6 +370,54 @@ class executor_core final : public scheduler, public resume_target {
     }
     // A later (idempotent) call finds nothing to join.
     threads_.clear();
+    // Then the blocking tasks: the workers' tasks may have started some up to their end.
+    blocking_.shutdown();
+  }
+
+  /// Runs `t` on the blocking pool (executor::spawn_blocking).
+  /// Throws: std::logic_error after shutdown began (t untouched); std::system_error if no
+  /// thread can start.
+  void submit_blocking(task* t) {
+    // seq_cst: pairs with the store in shutdown(); the pool refuses under its own lock once
+    // shut down, this check refuses earlier, as spawn does.
+    if (stopping_.load(std::memory_order_seq_cst) && local() == nullptr) {
+      throw std::logic_error("spindle::executor::spawn_blocking after shutdown began");
+    }
+    blocking_.submit(t);
+  }
+
+  /// A snapshot for executor::metrics().
+  [[nodiscard]] auto metrics() const -> executor_metrics {
+    executor_metrics m;
+    auto const now = std::chrono::steady_clock::now();
+    m.uptime = std::chrono::duration_cast<std::chrono::nanoseconds>(now - started_at_);
+    m.injector_depth = injector_.approximate_size();
+    m.blocking_threads = blocking_.threads();
+    m.blocking_idle = blocking_.idle_threads();
+    m.blocking_queued = blocking_.queued();
+    m.workers.reserve(workers_);
+    for (std::size_t i = 0; i < workers_; ++i) {
+      auto const& c = ctxs_[i]->counters.value;
+      worker_metrics w;
+      // relaxed (all): statistics written by their owner only; see worker_counters.
+      w.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
+      w.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
+      w.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
+      w.times_parked = c.times_parked.load(std::memory_order_relaxed);
+      w.times_woken = c.times_woken.load(std::memory_order_relaxed);
+      w.parked_time = std::chrono::nanoseconds(
+          static_cast<std::int64_t>(c.parked_ns.load(std::memory_order_relaxed)));
+      w.busy_time =
+          m.uptime > w.parked_time ? m.uptime - w.parked_time : std::chrono::nanoseconds{0};
+      w.queue_depth = stealers_[i].size();
+      m.workers.push_back(w);
+    }
+    return m;
+  }
+
+  /// The token that shutdown() requests: tasks that take a std::stop_token get it.
+  [[nodiscard]] auto shutdown_token() const noexcept -> std::stop_token {
+    return stop_on_shutdown_.get_token();
   }
 
   [[nodiscard]] auto stats() const -> std::vector<worker_stats> {
@@ -336,7 +440,31 @@ class executor_core final : public scheduler, public resume_target {
   }
 
  private:
+  /// The blocking pool's settings from the executor's: its threads are "<name>-b-<j>", their
+  /// hooks see indices from the worker count upwards, and hook exceptions go to the handler.
+  auto blocking_options(executor_options const& opts, std::size_t workers)
+      -> blocking_pool_options {
+    if (opts.max_blocking_threads() == 0) {
+      throw std::invalid_argument("spindle::executor_options::max_blocking_threads is 0");
+    }
+    blocking_pool_options b;
+    b.max_threads = opts.max_blocking_threads();
+    b.keep_alive = opts.blocking_keep_alive();
+    b.stack_size = opts.stack_size();
+    b.name_prefix = opts.thread_name().empty() ? std::string() : opts.thread_name() + "-b";
+    if (auto const& start = opts.on_thread_start()) {
+      b.on_thread_start = [start, workers](std::size_t j) { start(workers + j); };
+    }
+    if (auto const& stop = opts.on_thread_stop()) {
+      b.on_thread_stop = [stop, workers](std::size_t j) { stop(workers + j); };
+    }
+    b.on_error = [this](std::exception_ptr e) { report(std::move(e), report_origin::thread_hook); };
+    return b;
+  }
+
   void worker_main(worker_ctx& w) {
+    w.help_floor = help_floor_of_this_thread();
+    run_hook(on_thread_start_, w.index);
     current_worker = &w;
     current_blocking_hook = blocking_hook{&flush_next_thunk, &w};
     while (task* t = next_task(w, nullptr)) {
@@ -344,6 +472,19 @@ class executor_core final : public scheduler, public resume_target {
     }
     current_blocking_hook = blocking_hook{};
     current_worker = nullptr;
+    run_hook(on_thread_stop_, w.index);
+  }
+
+  /// Runs a thread hook of executor_options; what escapes it goes to the handler.
+  void run_hook(std::function<void(std::size_t)> const& hook, std::size_t index) noexcept {
+    if (!hook) {
+      return;
+    }
+    try {
+      hook(index);
+    } catch (...) {
+      report(std::current_exception(), report_origin::thread_hook);
+    }
   }
 
   static void flush_next_thunk(void* arg) noexcept {
@@ -362,6 +503,39 @@ class executor_core final : public scheduler, public resume_target {
     if (stopping_.load(std::memory_order_seq_cst)) {
       // Idle workers that could not terminate while we were here re-evaluate.
       idle_.wake_all();
+    }
+  }
+
+  /// A wait that may not run whatever it finds: a worker past half of its stack ("Helping
+  /// depth" in the file comment), or any thread inside an isolation region (isolate.hpp). It
+  /// runs only tasks from its own deque (what the code on its stack pushed), and inside a
+  /// region only those of the region; when none is left it sleeps on its parker until `until`
+  /// is set. Before it sleeps it lets a searcher see what its deque still holds (the (N1)
+  /// wake-up), so a task below the region's is not stranded while it sleeps.
+  void wait_restricted(worker_ctx& w, completion& until) noexcept {
+    std::uint64_t const region = current_isolation;
+    if (task* const t = std::exchange(w.next, nullptr)) {
+      // A coroutine resumption: outside any region, so not ours to run here.
+      push_announced(region != 0 ? nullptr : &w, t);
+    }
+    while (!until.is_set()) {
+      if (auto t = w.deque.pop()) {
+        if (region == 0 || (*t)->isolation == region) {
+          run(w, *t);
+          continue;
+        }
+        // Below this point the deque holds only what was pushed before the region began.
+        w.deque.push(*t);
+      }
+      if (!w.deque.empty()) {
+        // (N1) fence: pairs with the fence after (P1) in park(), as in submit().
+        fence_seq_cst();
+        if (idle_.should_wake()) {
+          idle_.wake_one();
+        }
+      }
+      until.wait_outside(parker_of(w));
+      return;
     }
   }
 
@@ -384,6 +558,10 @@ class executor_core final : public scheduler, public resume_target {
   /// guest that parked there would be woken at once and pay a whole wake-up latency, a large
   /// part of a short loop (measurements: docs/performance.md, Executor).
   void wait_as_guest(worker_ctx& g, completion& until) noexcept {
+    if (current_isolation != 0) [[unlikely]] {
+      wait_restricted(g, until);
+      return;
+    }
     backoff spin;
     std::uint32_t lingered = 0;
     while (!until.is_set()) {
@@ -406,13 +584,18 @@ class executor_core final : public scheduler, public resume_target {
     }
   }
 
-  std::vector<std::unique_ptr<os_thread>> threads_;
+  std::vector<std::unique_ptr<native_thread>> threads_;
 #if defined(SPINDLE_MODEL_CHECK)
   parker model_outside_[::spindle::model::max_threads];
 #endif
 
   mutex handler_mu_;
   exception_handler handler_;
+  std::function<void(std::size_t)> on_thread_start_;
+  std::function<void(std::size_t)> on_thread_stop_;
+  std::stop_source stop_on_shutdown_;
+  blocking_pool blocking_;
+  std::chrono::steady_clock::time_point const started_at_ = std::chrono::steady_clock::now();
   mutex shutdown_mu_;
 
   void ref() noexcept {

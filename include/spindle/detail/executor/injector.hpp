@@ -134,6 +134,15 @@ class basic_injector {
            tail_.value.load(std::memory_order_relaxed);
   }
 
+  /// Queued tasks at some recent moment (for metrics): tasks pushed minus tasks taken.
+  [[nodiscard]] auto approximate_size() const noexcept -> std::size_t {
+    // relaxed (both): a statistic. head is loaded first: a push or pop between the loads only
+    // makes the figure older, and head <= tail_ holds for any head read before tail_.
+    std::uint64_t const h = pop_.value.head.load(std::memory_order_relaxed);
+    std::uint64_t const t = tail_.value.load(std::memory_order_relaxed);
+    return t >= h ? static_cast<std::size_t>(t - h) : 0;
+  }
+
   /// Takes up to `max` tasks (at most max_batch), oldest first: returns the first and passes
   /// the rest to `sink` (in FIFO order). Takes about len / share + 1 tasks, so that several
   /// idle workers share a burst instead of one of them draining it.

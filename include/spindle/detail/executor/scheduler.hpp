@@ -54,6 +54,7 @@
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/parker.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -117,6 +118,7 @@ class scheduler {
   /// injector.
   /// Throws: std::logic_error after shutdown (t is untouched); std::bad_alloc.
   void submit(task* t) {
+    t->isolation = current_isolation;
     if (worker_ctx* const w = local()) {
       w->deque.push(t);
       // (N1): a task that outlives its spawner's attention (the spawner may block on
@@ -144,6 +146,10 @@ class scheduler {
   /// deque first (flush_next, through detail::before_blocking), and find_task takes the slot at
   /// most `max_next_streak` times in a row before it yields it to the deque.
   void push_resumed(task* t) noexcept {
+    // A resumption belongs to no isolation region: a coroutine waits without holding a
+    // thread, so no isolated wait depends on running it. Its node is reused across resumptions,
+    // so the field is reset here.
+    t->isolation = 0;
     worker_ctx* const w = local();
     if (w != nullptr && !w->guest) {
       task* const displaced = std::exchange(w->next, t);
@@ -165,6 +171,7 @@ class scheduler {
 
   /// join's push: onto the calling worker's own deque, waking a sleeper if nobody searches.
   void push_local(worker_ctx& w, task* t) {
+    t->isolation = current_isolation;
     w.deque.push(t);
     // No (N1) fence here: join's owner pops the job back itself unless a thief took it, so a
     // missed wake costs parallelism, never progress (rayon makes the same trade for its
@@ -174,10 +181,18 @@ class scheduler {
     }
   }
 
-  /// Runs a task popped by the calling worker.
+  /// Runs a task popped by the calling worker, inside the isolation region it was queued in
+  /// (spindle/isolate.hpp): its waits then run only tasks of that region.
   void run(worker_ctx& w, task* t) noexcept {
     worker_counters::bump(w.counters.value.tasks_run);
-    t->run(t);
+    std::uint64_t const region = t->isolation;
+    if (region == current_isolation) [[likely]] {
+      t->run(t);
+      return;
+    }
+    std::uint64_t const saved = std::exchange(current_isolation, region);
+    t->run(t);  // may free *t: region was read before
+    current_isolation = saved;
   }
 
   /// The no-lost-wake-up property of the idle protocol as a checkable invariant: what breaks
@@ -227,9 +242,18 @@ class scheduler {
       if (w != nullptr) {
         w->deque.push(t);
       } else {
+        if (injector_capacity_ != 0) {
+          // Counted (every task in a bounded injector is), though never refused: the
+          // coroutine was accepted before. relaxed: a place is only ever given back by the
+          // worker that takes this task, after the queue's release/acquire.
+          queued_outside_.value.fetch_add(1, std::memory_order_relaxed);
+        }
         static_cast<void>(injector_.push(t, /*even_closed=*/true));
       }
     } catch (...) {
+      if (w == nullptr && injector_capacity_ != 0) {
+        give_back_room(1);
+      }
       t->run(t);
       return;
     }
@@ -240,7 +264,129 @@ class scheduler {
     }
   }
 
+  /// Bounded injector (executor_options::injector_capacity): takes one of the capacity's
+  /// places for a task about to be pushed from outside. False when every place is taken. The
+  /// place is given back by the worker that takes the task (give_back_room) or by
+  /// cancel_room() when the push fails.
+  [[nodiscard]] auto try_take_room() noexcept -> bool {
+    // relaxed: a first guess for the CAS below.
+    std::size_t q = queued_outside_.value.load(std::memory_order_relaxed);
+    do {
+      if (q >= injector_capacity_) {
+        return false;
+      }
+      // seq_cst: (R1) in wait_for_room(): a blocked submitter's re-check; relaxed on failure:
+      // the loop re-reads.
+    } while (!queued_outside_.value.compare_exchange_weak(q, q + 1, std::memory_order_seq_cst,
+                                                          std::memory_order_relaxed));
+    return true;
+  }
+
+  /// Gives back a place taken by try_take_room() for a push that did not happen.
+  void cancel_room() noexcept { give_back_room(1); }
+
+  /// Sleeps (on a futex, no spinning) until a place may have been given back or shutdown
+  /// began; `epoch` was read before the caller's last failed try_take_room(). The caller
+  /// tries again after it returns.
+  void wait_for_room(std::uint32_t epoch) noexcept {
+    // (R1) seq_cst: count ourselves among the waiters, then re-check; pairs with (R2) in
+    // give_back_room(): either that worker sees us and bumps the epoch, or our re-check sees
+    // the place it gave back.
+    room_waiters_.value.fetch_add(1, std::memory_order_seq_cst);
+    // seq_cst: see (R1); a place free now, or a close, ends the wait at once.
+    if (queued_outside_.value.load(std::memory_order_seq_cst) >= injector_capacity_ &&
+        !stopping_.load(std::memory_order_seq_cst)) {
+      futex_wait(room_epoch_.value, epoch);
+    }
+    // seq_cst: as (R1).
+    room_waiters_.value.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  /// The epoch a submitter reads before it tries, for wait_for_room().
+  [[nodiscard]] auto room_epoch() const noexcept -> std::uint32_t {
+    // acquire: pairs with the release increments in give_back_room() and close_room().
+    return room_epoch_.value.load(std::memory_order_acquire);
+  }
+
+  /// `n` tasks counted by try_take_room() left the injector: give their places back and wake
+  /// the submitters that wait for one.
+  void give_back_room(std::size_t n) noexcept {
+    // (R2) seq_cst: the places are free before we look for waiters; pairs with (R1).
+    queued_outside_.value.fetch_sub(n, std::memory_order_seq_cst);
+    // seq_cst: see (R2).
+    if (room_waiters_.value.load(std::memory_order_seq_cst) != 0) {
+      // release: pairs with the acquire load in room_epoch().
+      room_epoch_.value.fetch_add(1, std::memory_order_release);
+      futex_wake_all(room_epoch_.value);
+    }
+  }
+
+  /// Shutdown: submitters asleep in wait_for_room() wake and find the executor stopping.
+  void close_room() noexcept {
+    // release: pairs with the acquire load in room_epoch(); stopping_ was set before.
+    room_epoch_.value.fetch_add(1, std::memory_order_release);
+    futex_wake_all(room_epoch_.value);
+  }
+
+  /// Queues `t`, which took a place with try_take_room() (or needs none: no bound), from a
+  /// thread that is not a worker or guest: as submit_outside(), but reports a closed injector
+  /// instead of throwing (and gives the place back). Throws: std::bad_alloc (place given
+  /// back).
+  [[nodiscard]] auto push_outside(task* t) -> bool {
+    t->isolation = current_isolation;
+    bool pushed = false;
+    try {
+      pushed = injector_.push(t);
+    } catch (...) {
+      if (injector_capacity_ != 0) {
+        cancel_room();
+      }
+      throw;
+    }
+    if (!pushed) {
+      if (injector_capacity_ != 0) {
+        cancel_room();
+      }
+      return false;
+    }
+    // (N1), as in submit_outside().
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
+    return true;
+  }
+
+  /// Whether shutdown began (no more tasks from outside).
+  [[nodiscard]] auto stopping() const noexcept -> bool {
+    // seq_cst: pairs with the store in shutdown(); a hint for try_spawn, whose push re-checks
+    // under the injector's lock.
+    return stopping_.load(std::memory_order_seq_cst);
+  }
+
+  /// Whether the injector is bounded (executor_options::injector_capacity).
+  [[nodiscard]] auto bounded() const noexcept -> bool { return injector_capacity_ != 0; }
+
   void submit_outside(task* t) {
+    if (injector_capacity_ != 0) [[unlikely]] {
+      // Spawn/post from outside on a bounded executor: wait for a place, then push.
+      for (;;) {
+        std::uint32_t const epoch = room_epoch();
+        if (try_take_room()) {
+          break;
+        }
+        // seq_cst: pairs with the store in shutdown(), which close_room() follows.
+        if (stopping_.load(std::memory_order_seq_cst)) {
+          throw std::logic_error("spindle::executor: spawn or post after shutdown began");
+        }
+        wait_for_room(epoch);
+      }
+      if (!push_outside(t)) {
+        throw std::logic_error("spindle::executor: spawn or post after shutdown began");
+      }
+      return;
+    }
+    t->isolation = current_isolation;
     if (!injector_.push(t)) {
       throw std::logic_error("spindle::executor: spawn or post after shutdown");
     }
@@ -264,8 +410,10 @@ class scheduler {
   /// then announces them (announce_moved()) if any are left there.
   auto from_injector(worker_ctx& w) noexcept -> task* {
     bool moved = false;
+    std::size_t taken = 1;
     task* const first =
-        injector_.pop_batch(workers_, injector_batch, [&w, &moved](task* t) noexcept {
+        injector_.pop_batch(workers_, injector_batch, [&w, &moved, &taken](task* t) noexcept {
+          ++taken;
           // The deque grows by allocation; if that fails, run the task here instead of losing
           // it.
           try {
@@ -277,6 +425,9 @@ class scheduler {
         });
     if (moved) {
       announce_moved(w);
+    }
+    if (injector_capacity_ != 0 && first != nullptr) [[unlikely]] {
+      give_back_room(taken);
     }
     return first;
   }
@@ -485,7 +636,14 @@ class scheduler {
       exit = true;
     } else {
       worker_counters::bump(w.counters.value.times_parked);
+      auto const asleep = std::chrono::steady_clock::now();
       idle_.park(w.index);
+      worker_counters::bump(
+          w.counters.value.parked_ns,
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now() - asleep)
+                                         .count()));
+      worker_counters::bump(w.counters.value.times_woken);
       w.searching = idle_.cancel_park(w.index);
       // acquire: pairs with the release store in try_terminate().
       exit = top && terminated_.load(std::memory_order_acquire);
@@ -537,6 +695,15 @@ class scheduler {
   idle_set idle_;
   std::size_t workers_;
   injector injector_;
+  // The bound on tasks queued from outside (executor_options::injector_capacity); 0: none.
+  // Set before any thread starts.
+  std::size_t injector_capacity_ = 0;
+  // Bounded injector only: tasks in the injector (places taken), outside submitters asleep
+  // on a full injector, and the futex word they sleep on (bumped whenever a worker that gives
+  // places back sees a waiter, and at shutdown). See (R1)/(R2).
+  cache_padded<atomic<std::size_t>> queued_outside_{};
+  cache_padded<atomic<std::uint32_t>> room_waiters_{};
+  cache_padded<atomic<std::uint32_t>> room_epoch_{};
   std::vector<std::unique_ptr<worker_ctx>> ctxs_;
   std::vector<spindle::stealer<task*>> stealers_;
 

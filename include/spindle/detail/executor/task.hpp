@@ -1,9 +1,10 @@
 #pragma once
 // Task records: what the executor's queues carry, and where a task's result waits for its join.
 //
-// Every queue (worker deques, the injector) carries `task*`. A `task` is one word: the
-// function that runs it (the injector stores pointers in blocks of its own, see
-// detail/executor/injector.hpp). Three kinds exist:
+// Every queue (worker deques, the injector) carries `task*`. A `task` is two words: the
+// function that runs it, and the isolation region it was queued in (spindle/isolate.hpp) (the
+// injector stores pointers in blocks of its own, see detail/executor/injector.hpp). Three kinds
+// exist:
 //
 //   spawned_task<Fn, R>  one node per `spawn`: the callable, the result (or exception)
 //                        and the completion, shared with the join_handle by a count of two
@@ -54,6 +55,11 @@ void check_not_null(F const& f, char const* what) {
   }
 }
 
+/// The isolation region of the code running on this thread (spindle::isolate, isolate.hpp):
+/// 0 outside any region. A task pushed by this thread carries it, and a thread that runs the
+/// task runs it inside the same region.
+inline thread_local std::uint64_t current_isolation = 0;
+
 struct task {
   using run_fn = void (*)(task*) noexcept;
 
@@ -61,6 +67,9 @@ struct task {
 
   // Runs the task and releases whatever the executor held of it (frees heap nodes).
   run_fn run;
+  // The isolation region the task belongs to: set by the scheduler when it queues the task
+  // (the pusher's current_isolation), before the queue's release publishes it.
+  std::uint64_t isolation = 0;
 };
 
 /// Where a result waits: a value (void_result for void) or an exception.
@@ -83,6 +92,9 @@ class result_slot {
     }
   }
 
+  /// Stores `e` as the outcome without running anything (a cancelled task).
+  void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
+
   /// The stored value, or rethrows the stored exception.
   auto take() -> stored {
     if (error_) {
@@ -99,12 +111,22 @@ class result_slot {
 };
 
 /// The part of a spawned task the join_handle sees.
+///
+/// Cancellation (join_handle::cancel): `start_` elects who owns the callable's fate. The worker
+/// that runs the task moves it from `unstarted` to `running` before calling it; cancel() moves
+/// it from `unstarted` to `cancelled`, and then destroys the callable, stores task_cancelled
+/// as the outcome and sets `done` itself, on the canceller's thread. Exactly one of the two
+/// exchanges succeeds, so the callable is either run (and destroyed by the worker) or
+/// destroyed unrun by the canceller, once either way. The node stays queued after a cancel:
+/// the worker that pops it finds `cancelled` and only drops its reference.
 template <class R>
 class shared_result {
  public:
   using destroy_fn = void (*)(shared_result*) noexcept;
+  using cancel_fn = void (*)(shared_result*) noexcept;
 
-  explicit shared_result(destroy_fn destroy) noexcept : destroy_(destroy) {}
+  explicit shared_result(destroy_fn destroy, cancel_fn cancel = nullptr) noexcept
+      : destroy_(destroy), cancel_(cancel) {}
   shared_result(shared_result const&) = delete;
   auto operator=(shared_result const&) -> shared_result& = delete;
 
@@ -117,13 +139,43 @@ class shared_result {
     }
   }
 
+  /// The worker's side of the election: true if the task may run (it was not cancelled).
+  [[nodiscard]] auto try_start() noexcept -> bool {
+    // relaxed: elects the callable's owner only. The callable and the node were published to
+    // the worker by the queue, and to the canceller by the handle; the canceller's outcome
+    // reaches the joiner through done.set() (release) and is.set() (acquire).
+    return start_.exchange(running, std::memory_order_relaxed) == unstarted;
+  }
+
+  /// The handle's side: true if the task had not started and never will.
+  [[nodiscard]] auto cancel() noexcept -> bool {
+    if (cancel_ == nullptr) {
+      return false;
+    }
+    std::uint8_t expected = unstarted;
+    // relaxed: as in try_start().
+    if (!start_.compare_exchange_strong(expected, cancelled, std::memory_order_relaxed,
+                                        std::memory_order_relaxed)) {
+      return false;
+    }
+    cancel_(this);
+    return true;
+  }
+
   completion done;
   result_slot<R> result;
 
  private:
+  static constexpr std::uint8_t unstarted = 0;
+  static constexpr std::uint8_t running = 1;
+  static constexpr std::uint8_t cancelled = 2;
+
   // INVARIANT: 2 while both the executor and the handle hold the node; frees at 0.
   atomic<std::uint32_t> refs_{2};
+  // INVARIANT: leaves `unstarted` once, to `running` (try_start) or `cancelled` (cancel).
+  atomic<std::uint8_t> start_{unstarted};
   destroy_fn destroy_;
+  cancel_fn cancel_;
 };
 
 /// The heap node of `spawn`: the task, its callable and the shared result.
@@ -131,11 +183,16 @@ template <class Fn, class R>
 class spawned_task final : public task, public shared_result<R> {
  public:
   explicit spawned_task(Fn&& fn)
-      : task(&run_and_release), shared_result<R>(&destroy), fn_(std::move(fn)) {}
+      : task(&run_and_release), shared_result<R>(&destroy, &cancel_unstarted), fn_(std::move(fn)) {}
 
  private:
   static void run_and_release(task* t) noexcept {
     auto* self = static_cast<spawned_task*>(t);
+    if (!self->try_start()) {
+      // Cancelled: the canceller destroyed the callable and set the outcome.
+      self->release();
+      return;
+    }
     self->result.run(*self->fn_);
     // The callable's captures die on the worker, before the joiner may return.
     self->fn_.reset();
@@ -144,6 +201,13 @@ class spawned_task final : public task, public shared_result<R> {
   }
 
   static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<spawned_task*>(s)); }
+
+  static void cancel_unstarted(shared_result<R>* s) noexcept {
+    auto* self = static_cast<spawned_task*>(s);
+    self->fn_.reset();
+    self->result.set_error(std::make_exception_ptr(task_cancelled()));
+    self->done.set();
+  }
 
   std::optional<Fn> fn_;
 };

@@ -6,7 +6,7 @@
 // Synchronization:
 //   deque          the owner side is used by the worker (or the guest holding the slot) only;
 //                  the stealer side by every other worker (detail/deque/deque_state.hpp).
-//   next, next_streak, tick, rng, searching, previous  the owning thread only.
+//   next, next_streak, tick, rng, searching, previous, help_floor  the owning thread only.
 //   counters       written by the owner (relaxed), read by executor_core::stats() (relaxed).
 //   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
 //                  back (hands the slot's deque and parker from one guest to the next).
@@ -31,10 +31,12 @@ struct worker_counters {
   atomic<std::uint64_t> tasks_stolen{0};
   atomic<std::uint64_t> steal_attempts{0};
   atomic<std::uint64_t> times_parked{0};
+  atomic<std::uint64_t> times_woken{0};
+  atomic<std::uint64_t> parked_ns{0};
 
   // relaxed: a statistic written only by the owning worker.
-  static void bump(atomic<std::uint64_t>& c) noexcept {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  static void bump(atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
 };
 
@@ -56,6 +58,9 @@ struct worker_ctx {
   std::uint32_t rng;
   bool searching = false;
   bool guest;
+  // Workers only: below this stack address a waiting worker stops helping with other tasks
+  // (executor_core.hpp, "Helping depth"); 0: no bound.
+  std::uintptr_t help_floor = 0;
   // Guests only: the calling thread's current_worker before it entered the slot.
   worker_ctx* previous = nullptr;
   cache_padded<worker_counters> counters;

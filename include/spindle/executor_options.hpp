@@ -1,0 +1,154 @@
+#pragma once
+// spindle::executor_options: how an executor's threads are made. Included by
+// <spindle/executor.hpp>.
+//
+//   spindle::executor ex(spindle::executor_options()
+//                            .workers(4)
+//                            .thread_name("render")       // render-0 .. render-3 in top -H
+//                            .on_thread_start([](std::size_t i) { set_up_thread_locals(i); })
+//                            .stack_size(256 * 1024)
+//                            .worker_cpus({{0}, {1}, {2}, {3}}));  // worker i on CPU i
+//
+// A builder: each setter returns the options, each getter of the same name reads them (a
+// designated-initializer aggregate would trip -Wmissing-field-initializers in g++ 12 for every
+// field a caller leaves out). Every setting has a default that gives the same executor as
+// `executor{}`. The executor checks
+// the options in its constructor and throws std::invalid_argument for one it cannot honour
+// (a stack below the system's minimum, a CPU outside the process's affinity mask), before any
+// thread starts.
+
+#include <spindle/detail/sync/config.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE {
+
+/// Receives an exception that escaped a task passed to executor::post (and one that escaped a
+/// thread hook of executor_options).
+using unhandled_exception_handler = std::function<void(std::exception_ptr)>;
+
+class executor_options {
+ public:
+  using thread_hook = std::function<void(std::size_t)>;
+
+  /// Worker threads; 0 (the default) means one per processor this process may use: the
+  /// processors in its CPU affinity mask (sched_getaffinity on Linux,
+  /// std::thread::hardware_concurrency() elsewhere), capped by its cgroup v2 CPU quota
+  /// (/sys/fs/cgroup/cpu.max, quota / period rounded up), at least one, read once per process.
+  auto workers(std::size_t n) -> executor_options& {
+    workers_ = n;
+    return *this;
+  }
+  [[nodiscard]] auto workers() const noexcept -> std::size_t { return workers_; }
+
+  /// Worker i is named "<prefix>-<i>" and blocking thread j "<prefix>-b-<j>", as `top -H` and
+  /// /proc/<pid>/task/*/comm show them (Linux; elsewhere names are ignored). Linux keeps 15
+  /// bytes: the prefix is shortened so that the number always fits. Default "spindle"; empty:
+  /// the threads keep the process's name.
+  auto thread_name(std::string prefix) -> executor_options& {
+    thread_name_ = std::move(prefix);
+    return *this;
+  }
+  [[nodiscard]] auto thread_name() const noexcept -> std::string const& { return thread_name_; }
+
+  /// Called on each worker and blocking thread, with its index, before it runs any task
+  /// (on_thread_start) and after its last one (on_thread_stop). Blocking threads are numbered
+  /// from the worker count upwards, so one hook can tell the two kinds apart. An exception
+  /// escaping a hook goes to the unhandled-exception handler.
+  auto on_thread_start(thread_hook hook) -> executor_options& {
+    on_thread_start_ = std::move(hook);
+    return *this;
+  }
+  [[nodiscard]] auto on_thread_start() const noexcept -> thread_hook const& {
+    return on_thread_start_;
+  }
+  auto on_thread_stop(thread_hook hook) -> executor_options& {
+    on_thread_stop_ = std::move(hook);
+    return *this;
+  }
+  [[nodiscard]] auto on_thread_stop() const noexcept -> thread_hook const& {
+    return on_thread_stop_;
+  }
+
+  /// Stack size of every thread the executor starts, in bytes; 0 (the default): the system's
+  /// default (8 MiB on glibc). Rounded up to whole pages. A waiting worker helps with other
+  /// tasks only while less than half of its stack is used (see "Helping depth" in
+  /// detail/executor/executor_core.hpp), so a small stack bounds the nesting of stolen tasks.
+  auto stack_size(std::size_t bytes) -> executor_options& {
+    stack_size_ = bytes;
+    return *this;
+  }
+  [[nodiscard]] auto stack_size() const noexcept -> std::size_t { return stack_size_; }
+
+  /// CPU pinning: worker i runs only on the CPUs in sets[i % sets.size()]. Empty (the
+  /// default): no pinning. Every CPU must be in the process's affinity mask.
+  auto worker_cpus(std::vector<std::vector<unsigned>> sets) -> executor_options& {
+    worker_cpus_ = std::move(sets);
+    return *this;
+  }
+  [[nodiscard]] auto worker_cpus() const noexcept -> std::vector<std::vector<unsigned>> const& {
+    return worker_cpus_;
+  }
+
+  /// The handler for exceptions escaping posted tasks and thread hooks; empty (the default):
+  /// print a message and std::terminate.
+  auto on_unhandled(unhandled_exception_handler handler) -> executor_options& {
+    on_unhandled_ = std::move(handler);
+    return *this;
+  }
+  [[nodiscard]] auto on_unhandled() const noexcept -> unhandled_exception_handler const& {
+    return on_unhandled_;
+  }
+
+  /// The blocking pool behind executor::spawn_blocking: at most this many threads (default
+  /// 512, tokio's); more blocking tasks wait in its queue. At least 1.
+  auto max_blocking_threads(std::size_t n) -> executor_options& {
+    max_blocking_threads_ = n;
+    return *this;
+  }
+  [[nodiscard]] auto max_blocking_threads() const noexcept -> std::size_t {
+    return max_blocking_threads_;
+  }
+
+  /// Backpressure: at most this many tasks submitted from outside the executor's workers
+  /// wait in its injector. When it is full, try_spawn/try_post fail with
+  /// submit_status::full, and spawn/post from outside sleep (no spinning) until a worker takes
+  /// tasks from it; workers spawning into their own deques are never held back, and
+  /// coroutine resumptions are not counted. 0 (the default): unbounded.
+  auto injector_capacity(std::size_t n) -> executor_options& {
+    injector_capacity_ = n;
+    return *this;
+  }
+  [[nodiscard]] auto injector_capacity() const noexcept -> std::size_t {
+    return injector_capacity_;
+  }
+
+  /// A blocking thread with nothing to do for this long exits (default 10 s).
+  auto blocking_keep_alive(std::chrono::milliseconds d) -> executor_options& {
+    blocking_keep_alive_ = d;
+    return *this;
+  }
+  [[nodiscard]] auto blocking_keep_alive() const noexcept -> std::chrono::milliseconds {
+    return blocking_keep_alive_;
+  }
+
+ private:
+  std::size_t workers_ = 0;
+  std::string thread_name_ = "spindle";
+  thread_hook on_thread_start_;
+  thread_hook on_thread_stop_;
+  std::size_t stack_size_ = 0;
+  std::vector<std::vector<unsigned>> worker_cpus_;
+  unhandled_exception_handler on_unhandled_;
+  std::size_t injector_capacity_ = 0;
+  std::size_t max_blocking_threads_ = 512;
+  std::chrono::milliseconds blocking_keep_alive_{10'000};
+};
+
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

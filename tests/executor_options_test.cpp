@@ -1,0 +1,340 @@
+// Tests for spindle::executor_options (spindle/executor_options.hpp) and executor::metrics():
+// thread names, start/stop hooks, stack size, CPU pinning, the shutdown token, the helping
+// bound of waiting workers on small stacks, and the metrics a service reads. Each test states
+// the contract it checks; misuse must fail in the constructor, before any thread starts.
+
+#include <spindle/executor.hpp>
+#include <spindle/task_group.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
+namespace {
+
+#if defined(__linux__)
+auto this_thread_name() -> std::string {
+  char buf[32] = {};
+  pthread_getname_np(pthread_self(), buf, sizeof buf);
+  return buf;
+}
+#endif
+
+}  // namespace
+
+// Example: a named, hooked executor, as a service would configure one.
+TEST(ExecutorOptions, Example) {
+  std::atomic<int> started{0};
+  std::atomic<int> stopped{0};
+  {
+    spindle::executor ex(spindle::executor_options()
+                             .workers(2)
+                             .thread_name("render")
+                             .on_thread_start([&](std::size_t) { started.fetch_add(1); })
+                             .on_thread_stop([&](std::size_t) { stopped.fetch_add(1); }));
+    EXPECT_EQ(ex.size(), 2U);
+    EXPECT_EQ(ex.spawn([] { return 6 * 7; }).join(), 42);
+  }
+  EXPECT_EQ(started.load(), 2);  // once per worker, before it ran anything
+  EXPECT_EQ(stopped.load(), 2);  // once per worker, after its last task
+}
+
+// workers == 0 means the default count (the usable processors), as executor{} does.
+TEST(ExecutorOptions, ZeroWorkersMeansTheDefault) {
+  spindle::executor def;
+  spindle::executor ex(spindle::executor_options{});
+  EXPECT_EQ(ex.size(), def.size());
+  EXPECT_GE(ex.size(), 1U);
+}
+
+#if defined(__linux__)
+// Worker i is "<prefix>-<i>"; a long prefix is shortened so the index always fits 15 bytes.
+TEST(ExecutorOptions, ThreadNamesCarryPrefixAndIndex) {
+  std::mutex mu;
+  std::set<std::string> names;
+  spindle::executor ex(spindle::executor_options()
+                           .workers(3)
+                           .thread_name("a-very-long-service-name")
+                           .on_thread_start([&](std::size_t) {
+                             std::lock_guard lock(mu);
+                             names.insert(this_thread_name());
+                           }));
+  ex.shutdown();
+  std::set<std::string> const expected{"a-very-long-s-0", "a-very-long-s-1", "a-very-long-s-2"};
+  EXPECT_EQ(names, expected);
+}
+
+// The default prefix is "spindle"; tasks run on named threads.
+TEST(ExecutorOptions, DefaultNameIsSpindle) {
+  spindle::executor ex{1};
+  EXPECT_EQ(ex.spawn([] { return this_thread_name(); }).join(), "spindle-0");
+}
+
+// An empty prefix leaves the threads with the process's name.
+TEST(ExecutorOptions, EmptyNameKeepsTheProcessName) {
+  std::string const mine = this_thread_name();
+  spindle::executor ex(spindle::executor_options().workers(1).thread_name(""));
+  EXPECT_EQ(ex.spawn([] { return this_thread_name(); }).join(), mine);
+}
+
+// The stack size reaches the worker threads (rounded up to whole pages).
+TEST(ExecutorOptions, StackSizeReachesTheWorkers) {
+  std::size_t const want = 512 * 1024;
+  spindle::executor ex(spindle::executor_options().workers(1).stack_size(want));
+  auto const got = ex.spawn([] {
+                       pthread_attr_t attr;
+                       pthread_getattr_np(pthread_self(), &attr);
+                       std::size_t size = 0;
+                       pthread_attr_getstacksize(&attr, &size);
+                       pthread_attr_destroy(&attr);
+                       return size;
+                     }).join();
+  EXPECT_GE(got, want);
+  EXPECT_LT(got, want * 2);  // sanitizers add their own reserve
+}
+
+// A stack below the system's minimum is rejected before any thread starts.
+TEST(ExecutorOptions, TooSmallStackIsRejected) {
+  std::atomic<int> started{0};
+  EXPECT_THROW(spindle::executor(spindle::executor_options()
+                                     .workers(2)
+                                     .on_thread_start([&](std::size_t) { started.fetch_add(1); })
+                                     .stack_size(1)),
+               std::invalid_argument);
+  EXPECT_EQ(started.load(), 0);
+}
+
+// Pinning: worker i runs only on worker_cpus[i % size].
+TEST(ExecutorOptions, WorkersArePinned) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  unsigned first = 0;
+  while (!CPU_ISSET(first, &allowed)) {
+    ++first;
+  }
+  spindle::executor ex(spindle::executor_options().workers(2).worker_cpus({{first}}));
+  std::vector<spindle::join_handle<int>> hs;
+  for (int i = 0; i < 8; ++i) {
+    hs.push_back(ex.spawn([] {
+      cpu_set_t mine;
+      sched_getaffinity(0, sizeof mine, &mine);
+      return CPU_COUNT(&mine) == 1 ? sched_getcpu() : -1;
+    }));
+  }
+  for (auto& h : hs) {
+    EXPECT_EQ(h.join(), static_cast<int>(first));
+  }
+}
+
+// A CPU outside the affinity mask, or an empty set, is rejected with a clear error.
+TEST(ExecutorOptions, BadCpuSetsAreRejected) {
+  EXPECT_THROW(spindle::executor(spindle::executor_options().workers(1).worker_cpus({{}})),
+               std::invalid_argument);
+  EXPECT_THROW(spindle::executor(spindle::executor_options().workers(1).worker_cpus({{1U << 20}})),
+               std::invalid_argument);
+}
+#endif
+
+// Hooks run on the worker itself, with its index, once each; an exception escaping a hook
+// goes to the unhandled-exception handler instead of killing the process silently.
+TEST(ExecutorOptions, HookExceptionGoesToTheHandler) {
+  std::atomic<int> reported{0};
+  {
+    spindle::executor ex(spindle::executor_options()
+                             .workers(2)
+                             .on_thread_start([](std::size_t i) {
+                               if (i == 1) {
+                                 throw std::runtime_error("hook");
+                               }
+                             })
+                             .on_unhandled([&](std::exception_ptr) { reported.fetch_add(1); }));
+    EXPECT_EQ(ex.spawn([] { return 1; }).join(), 1);  // the executor still works
+  }
+  EXPECT_EQ(reported.load(), 1);
+}
+
+// A task that takes a std::stop_token gets the executor's shutdown token: shutdown() requests
+// it, so a task that would run for ever ends, and shutdown returns.
+TEST(ExecutorOptions, ShutdownRequestsTheTokenOfLongTasks) {
+  spindle::executor ex{2};
+  std::atomic<bool> running{false};
+  auto h = ex.spawn([&](std::stop_token token) {
+    running.store(true);
+    int spins = 0;
+    while (!token.stop_requested()) {
+      std::this_thread::yield();
+      ++spins;
+    }
+    return spins >= 0;
+  });
+  ex.post([](std::stop_token token) { static_cast<void>(token); });
+  while (!running.load()) {
+    std::this_thread::yield();
+  }
+  EXPECT_FALSE(ex.shutdown_token().stop_requested());
+  ex.shutdown();
+  EXPECT_TRUE(ex.shutdown_token().stop_requested());
+  EXPECT_TRUE(h.join());
+}
+
+// Helping depth: a deep join tree on workers with small stacks does not overflow, because a
+// waiting worker past half its stack stops running stolen tasks on top of its frames.
+TEST(ExecutorOptions, DeepJoinOnSmallStacks) {
+  spindle::executor ex(spindle::executor_options().workers(4).stack_size(128 * 1024));
+  struct tree {
+    // Each level keeps 2 KiB live across its join, so 16 levels of one's own recursion take
+    // about 40 KiB; helping without a bound would stack stolen subtrees on top of that.
+    static auto sum(spindle::executor& e, int depth) -> std::uint64_t {
+      if (depth == 0) {
+        return 1;
+      }
+      std::array<char volatile, 2048> frame{};
+      frame[static_cast<std::size_t>(depth)] = 1;
+      auto [a, b] = spindle::join(
+          e, [&] { return sum(e, depth - 1); }, [&] { return sum(e, depth - 1); });
+      return a + b + frame[static_cast<std::size_t>(depth)] - 1;
+    }
+  };
+  for (int rep = 0; rep < 3; ++rep) {
+    EXPECT_EQ(ex.spawn([&] { return tree::sum(ex, 16); }).join(), std::uint64_t{1} << 16);
+  }
+  // Groups nest on the stack too.
+  std::atomic<int> leaves{0};
+  struct groups {
+    static void run(spindle::executor& e, int depth, std::atomic<int>& n) {
+      if (depth == 0) {
+        n.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      spindle::task_group g{e};
+      g.spawn([&e, depth, &n] { run(e, depth - 1, n); });
+      g.spawn([&e, depth, &n] { run(e, depth - 1, n); });
+      g.wait();
+    }
+  };
+  ex.spawn([&] { groups::run(ex, 12, leaves); }).join();
+  EXPECT_EQ(leaves.load(), 1 << 12);
+}
+
+// The bound itself: a worker that waits with more than half of its stack used does not run an
+// unrelated task (here one submitted from outside while it waits); one that waits near the top
+// of its stack does (help-first). Deterministic: the other worker is held by the stolen half
+// of the join until the unrelated task ran somewhere or 200 ms passed.
+TEST(ExecutorOptions, DeepWaiterDoesNotHelp) {
+  for (bool deep : {false, true}) {
+    spindle::executor ex(spindle::executor_options().workers(2).stack_size(512 * 1024));
+    std::atomic<bool> y_started{false};
+    std::atomic<bool> c_ran{false};
+    std::atomic<std::thread::id> waiter{};  // the forking thread, while it is in the join
+    std::atomic<bool> c_ran_on_waiter{false};
+    auto fork = [&] {
+      waiter.store(std::this_thread::get_id());
+      auto x = [&] {
+        while (!y_started.load()) {
+          std::this_thread::yield();
+        }
+      };
+      auto y = [&] {
+        y_started.store(true);
+        auto const until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (!c_ran.load() && std::chrono::steady_clock::now() < until) {
+          std::this_thread::yield();
+        }
+      };
+      spindle::join(ex, x, y);
+      waiter.store(std::thread::id{});
+    };
+    struct descend {
+      // About 300 KiB of frames in 1 KiB steps: past the middle of a 512 KiB stack, with
+      // room left for the larger frames of the sanitizers.
+      static void to(int levels, std::function<void()> const& then) {
+        std::array<char volatile, 1024> frame{};
+        frame[0] = 1;
+        if (levels == 0) {
+          then();
+        } else {
+          to(levels - 1, then);
+        }
+        frame[1] = frame[0];
+      }
+    };
+    auto a = ex.spawn([&] { descend::to(deep ? 300 : 0, fork); });
+    while (!y_started.load()) {
+      std::this_thread::yield();
+    }
+    ex.post([&] {
+      c_ran_on_waiter.store(std::this_thread::get_id() == waiter.load());
+      c_ran.store(true);
+    });
+    a.join();
+    ex.shutdown();
+    EXPECT_TRUE(c_ran.load());
+    EXPECT_EQ(c_ran_on_waiter.load(), !deep) << (deep ? "deep" : "shallow") << " waiter";
+  }
+}
+
+// metrics(): per-worker counters add up to the tasks run, parked time never exceeds the
+// uptime, busy + parked = uptime, and queue depths are zero when idle.
+TEST(ExecutorMetrics, CountsAddUp) {
+  spindle::executor ex{2};
+  constexpr int tasks = 1000;
+  std::vector<spindle::join_handle<void>> hs;
+  hs.reserve(tasks);
+  for (int i = 0; i < tasks; ++i) {
+    hs.push_back(ex.spawn([] {}));
+  }
+  for (auto& h : hs) {
+    h.join();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto const m = ex.metrics();
+  ASSERT_EQ(m.workers.size(), 2U);
+  std::uint64_t run = 0;
+  for (auto const& w : m.workers) {
+    run += w.tasks_run;
+    EXPECT_LE(w.parked_time, m.uptime);
+    EXPECT_EQ(w.busy_time + w.parked_time, m.uptime);
+    EXPECT_LE(w.times_woken, w.times_parked);
+    EXPECT_EQ(w.queue_depth, 0U);
+  }
+  EXPECT_EQ(run, static_cast<std::uint64_t>(tasks));
+  EXPECT_EQ(m.injector_depth, 0U);
+  EXPECT_GT(m.uptime.count(), 0);
+}
+
+// Queue depths show work that waits: tasks held behind a blocked worker are counted.
+TEST(ExecutorMetrics, InjectorDepthShowsWaitingTasks) {
+  std::atomic<bool> release{false};
+  std::atomic<bool> blocked{false};
+  spindle::executor ex{1};
+  ex.post([&] {
+    blocked.store(true);
+    while (!release.load()) {
+      std::this_thread::yield();
+    }
+  });
+  while (!blocked.load()) {
+    std::this_thread::yield();
+  }
+  for (int i = 0; i < 10; ++i) {
+    ex.post([] {});
+  }
+  auto const m = ex.metrics();
+  EXPECT_EQ(m.injector_depth + m.workers[0].queue_depth, 10U);
+  release.store(true);
+}
