@@ -8,7 +8,9 @@
 # tools/spindle-bench/scenarios_sweep.cpp) at 1, 2, 4, ... threads up to the number of CPUs and
 # twice it, spindle and every peer found, interleaved. OUT_DIR (default
 # ./scaling-<host>-<date>) ends up holding, per scenario, the JSON (tools/plot/README.md), the
-# Markdown table and, when a Python with matplotlib is found, the PNG and SVG figures.
+# Markdown table and, when a Python with matplotlib is found, the PNG and SVG figures; then the
+# send-to-receive latency of every channel implementation (spindle-bench latency, about a
+# minute), as a table and a CDF.
 #
 # Time box: each scenario has a budget it divides among its thread counts (--budget-s: a thread
 # count stops after the run that passes its share, keeping at least one), and an
@@ -53,6 +55,9 @@ for entry in "${sweeps[@]}"; do
   "${bench}" sweep --scenario "${scenario}" ${threads[@]+"${threads[@]}"} --runs 5 \
     --budget-s "${budget}" --max-run-s 10 ${sizes} --out "${out}"
 done
+
+echo "== latency (the seed shape at half the slowest saturated rate)"
+"${bench}" latency --runs 3 --duration-ms 1000 --out "${out}" >"${out}/latency-channel.md"
 
 python=""
 for candidate in python3 /usr/bin/python3; do

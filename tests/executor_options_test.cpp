@@ -6,6 +6,8 @@
 #include <spindle/executor.hpp>
 #include <spindle/task_group.hpp>
 
+#include "support/stolen_join.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -236,6 +238,12 @@ TEST(ExecutorOptions, DeepJoinOnSmallStacks) {
 // of its stack does (help-first). Deterministic: the other worker is held by the stolen half
 // of the join until the unrelated task ran somewhere or 200 ms passed.
 TEST(ExecutorOptions, DeepWaiterDoesNotHelp) {
+  {
+    spindle::executor probe(spindle::executor_options().workers(1).stack_size(512 * 1024));
+    if (probe.spawn([] { return spindle::detail::current_worker->help_floor; }).join() == 0) {
+      GTEST_SKIP() << "this platform does not tell a thread where its stack ends";
+    }
+  }
   for (bool deep : {false, true}) {
     spindle::executor ex(spindle::executor_options().workers(2).stack_size(512 * 1024));
     std::atomic<bool> y_started{false};
@@ -244,36 +252,31 @@ TEST(ExecutorOptions, DeepWaiterDoesNotHelp) {
     std::atomic<bool> c_ran_on_waiter{false};
     auto fork = [&] {
       waiter.store(std::this_thread::get_id());
-      auto x = [&] {
-        while (!y_started.load()) {
-          std::this_thread::yield();
-        }
-      };
-      auto y = [&] {
-        y_started.store(true);
-        auto const until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-        while (!c_ran.load() && std::chrono::steady_clock::now() < until) {
-          std::this_thread::yield();
-        }
-      };
-      spindle::join(ex, x, y);
+      spindle_test::join_with_stolen_half(ex, y_started, c_ran);
       waiter.store(std::thread::id{});
     };
     struct descend {
-      // About 300 KiB of frames in 1 KiB steps: past the middle of a 512 KiB stack, with
-      // room left for the larger frames of the sanitizers.
-      static void to(int levels, std::function<void()> const& then) {
+      // Recurses in 1 KiB frames until this frame lies below the worker's helping floor (a
+      // little past the middle of what was left of its stack when it started), then forks.
+      static void past(std::uintptr_t floor, std::function<void()> const& then) {
         std::array<char volatile, 1024> frame{};
         frame[0] = 1;
-        if (levels == 0) {
+        if (reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) + 4096 < floor) {
           then();
         } else {
-          to(levels - 1, then);
+          past(floor, then);
         }
         frame[1] = frame[0];
       }
     };
-    auto a = ex.spawn([&] { descend::to(deep ? 300 : 0, fork); });
+    auto a = ex.spawn([&] {
+      std::uintptr_t const floor = spindle::detail::current_worker->help_floor;
+      if (deep && floor != 0) {
+        descend::past(floor, fork);
+      } else {
+        fork();
+      }
+    });
     while (!y_started.load()) {
       std::this_thread::yield();
     }

@@ -9,6 +9,8 @@
 #include <spindle/parallel.hpp>
 #include <spindle/task_group.hpp>
 
+#include "support/stolen_join.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -45,23 +47,9 @@ auto lock_across_join(bool isolated) -> bool {
   owned_lock lock;
   std::atomic<bool> y_started{false};
   std::atomic<bool> c_ran{false};
-  auto body = [&] {
-    auto x = [&] {
-      while (!y_started.load()) {
-        std::this_thread::yield();
-      }
-    };
-    auto y = [&] {
-      y_started.store(true);
-      // Keep this worker busy until C ran somewhere, or long enough that it clearly did not
-      // run on A's thread.
-      auto const until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-      while (!c_ran.load() && std::chrono::steady_clock::now() < until) {
-        std::this_thread::yield();
-      }
-    };
-    spindle::join(ex, x, y);
-  };
+  // The waiter waits in the join while the thief is held until C ran somewhere, or long
+  // enough that C clearly did not run on A's thread.
+  auto body = [&] { spindle_test::join_with_stolen_half(ex, y_started, c_ran); };
   auto a = ex.spawn([&] {
     lock.lock();
     if (isolated) {

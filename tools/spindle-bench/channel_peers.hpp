@@ -35,10 +35,13 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -513,5 +516,61 @@ class xenium_vyukov_queue {
   counted_end end_;
 };
 #endif
+
+/// Calls `visit.template operator()<Q>()` for every channel implementation built in, in the
+/// order of the tables: spindle's two flavours, the mutex baseline, then each peer found at
+/// configure time. Every scenario lists its implementations through this one function.
+template <class Visit>
+void for_each_channel_impl(Visit&& visit) {
+  visit.template operator()<spindle_channel<true>>();
+  visit.template operator()<spindle_channel<false>>();
+  visit.template operator()<mutex_queue>();
+#if defined(SPINDLE_HAVE_MOODYCAMEL)
+  visit.template operator()<moodycamel_queue>();
+#endif
+#if defined(SPINDLE_HAVE_BOOST_LOCKFREE)
+  visit.template operator()<boost_queue>();
+#endif
+#if defined(SPINDLE_HAVE_ATOMIC_QUEUE)
+  visit.template operator()<atomic_queue_b>();
+#endif
+#if defined(SPINDLE_HAVE_TBB)
+  visit.template operator()<tbb_queue>();
+#endif
+#if defined(SPINDLE_HAVE_XENIUM)
+  visit.template operator()<xenium_vyukov_queue>();
+#endif
+}
+
+/// --only a,b: keeps the implementations of `all` whose `key` is listed, in table order (list
+/// spindle too to get the ratios; a run of one implementation alone is for profiling it).
+/// Throws std::invalid_argument naming the keys built when a listed key is unknown.
+template <class Impl>
+auto keep_only(std::vector<Impl> all, std::string const& only) -> std::vector<Impl> {
+  if (only.empty()) {
+    return all;
+  }
+  std::vector<std::string> keys;
+  std::stringstream ss(only);
+  for (std::string k; std::getline(ss, k, ',');) {
+    keys.push_back(k);
+  }
+  for (auto const& k : keys) {
+    if (std::none_of(all.begin(), all.end(), [&](Impl const& i) { return i.key == k; })) {
+      std::string known;
+      for (auto const& i : all) {
+        known += " " + i.key;
+      }
+      throw std::invalid_argument("--only: no implementation '" + k + "' (built:" + known + ")");
+    }
+  }
+  std::vector<Impl> kept;
+  for (auto& i : all) {
+    if (std::find(keys.begin(), keys.end(), i.key) != keys.end()) {
+      kept.push_back(std::move(i));
+    }
+  }
+  return kept;
+}
 
 }  // namespace spindle_bench::channel

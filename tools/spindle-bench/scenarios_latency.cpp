@@ -404,53 +404,12 @@ auto make_impl() -> impl {
 
 auto all_impls() -> std::vector<impl> {
   std::vector<impl> v;
-  v.push_back(make_impl<spindle_channel<true>>());
-  v.push_back(make_impl<spindle_channel<false>>());
-  v.push_back(make_impl<mutex_queue>());
-#if defined(SPINDLE_HAVE_MOODYCAMEL)
-  v.push_back(make_impl<moodycamel_queue>());
-#endif
-#if defined(SPINDLE_HAVE_BOOST_LOCKFREE)
-  v.push_back(make_impl<boost_queue>());
-#endif
-#if defined(SPINDLE_HAVE_ATOMIC_QUEUE)
-  v.push_back(make_impl<atomic_queue_b>());
-#endif
-#if defined(SPINDLE_HAVE_TBB)
-  v.push_back(make_impl<tbb_queue>());
-#endif
-#if defined(SPINDLE_HAVE_XENIUM)
-  v.push_back(make_impl<xenium_vyukov_queue>());
-#endif
+  for_each_channel_impl([&v]<class Q>() { v.push_back(make_impl<Q>()); });
   return v;
 }
 
 auto select_impls(std::string const& only) -> std::vector<impl> {
-  auto v = all_impls();
-  if (only.empty()) {
-    return v;
-  }
-  std::vector<std::string> keys;
-  std::stringstream ss(only);
-  for (std::string k; std::getline(ss, k, ',');) {
-    keys.push_back(k);
-  }
-  for (auto const& k : keys) {
-    if (std::none_of(v.begin(), v.end(), [&](impl const& i) { return i.key == k; })) {
-      std::string known;
-      for (auto const& i : v) {
-        known += " " + i.key;
-      }
-      throw std::invalid_argument("--only: no implementation '" + k + "' (built:" + known + ")");
-    }
-  }
-  std::vector<impl> kept;
-  for (auto& i : v) {
-    if (std::find(keys.begin(), keys.end(), i.key) != keys.end()) {
-      kept.push_back(std::move(i));
-    }
-  }
-  return kept;
+  return keep_only(all_impls(), only);
 }
 
 /// Runs `measure(impl index)` on every implementation `runs` times, interleaved, each run

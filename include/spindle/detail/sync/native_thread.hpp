@@ -184,8 +184,12 @@ class native_thread {
 };
 
 /// The lowest stack address a waiting worker may reach and still help with other tasks: the
-/// middle of the calling thread's stack (stacks grow down on every platform spindle runs on),
-/// or 0 (no bound) where the stack cannot be read.
+/// middle of the part of the calling thread's stack that is left below the caller's frame
+/// (stacks grow down on every platform spindle runs on), or 0 (no bound) where the stack
+/// cannot be read. Call it at the top of the thread's function. The part above the caller is
+/// not counted: glibc places the thread's static TLS at the top of the stack mapping, and
+/// under ThreadSanitizer that alone takes hundreds of kilobytes, so half of the mapping would
+/// put the middle above the first frame.
 inline auto help_floor_of_this_thread() noexcept -> std::uintptr_t {
 #if defined(SPINDLE_PTHREAD_THREADS)
   pthread_attr_t attr;
@@ -196,10 +200,12 @@ inline auto help_floor_of_this_thread() noexcept -> std::uintptr_t {
   std::size_t size = 0;
   int const rc = ::pthread_attr_getstack(&attr, &low, &size);
   ::pthread_attr_destroy(&attr);
-  if (rc != 0 || low == nullptr) {
+  auto const base = reinterpret_cast<std::uintptr_t>(low);
+  auto const here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  if (rc != 0 || low == nullptr || here <= base || here > base + size) {
     return 0;
   }
-  return reinterpret_cast<std::uintptr_t>(low) + size / 2;
+  return base + (here - base) / 2;
 #else
   return 0;
 #endif
