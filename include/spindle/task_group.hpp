@@ -65,13 +65,43 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <optional>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
+
+namespace detail {
+/// The heap node of task_group::spawn: the callable and its group. Running it runs (or, in a
+/// cancelled round, skips) the callable, frees the node, which destroys the callable, and only
+/// then reports the task finished: the callable's captures die before wait() can return (they
+/// may refer to the waiter's scope), as a spawned task's do. A node that is never run (its
+/// push failed) is freed with its callable by its owner.
+template <class Group, class Fn>
+class group_task final : public task {
+ public:
+  group_task(Fn&& fn, Group* group) : task(&run_and_free), fn_(std::move(fn)), group_(group) {}
+
+ private:
+  static void run_and_free(task* t) noexcept {
+    auto* self = static_cast<group_task*>(t);
+    Group* const group = self->group_;
+    group->run_member(self->fn_);
+    delete_node(self);
+    group->finish();
+  }
+
+  Fn fn_;
+  Group* group_;
+};
+
+/// A task group's stop source for one round, and the link of the group's list of retired ones
+/// (a plain pointer, so that a group that is never cancelled destroys nothing but two nulls).
+struct group_stop_source {
+  std::stop_source source;
+  group_stop_source* retired_next = nullptr;
+};
+}  // namespace detail
 
 /// What task_group::wait() reports about the round it waited for.
 enum class task_group_status : std::uint8_t {
@@ -92,6 +122,9 @@ class task_group {
     wait_all();
     // relaxed: every task has finished (wait_all); nobody else reads it any more.
     delete stop_.load(std::memory_order_relaxed);
+    while (retired_ != nullptr) {
+      delete std::exchange(retired_, retired_->retired_next);
+    }
     if (auto e = take_error()) {
       if (std::uncaught_exceptions() <= uncaught_) {
         detail::core_of(ex_).report(std::move(e), detail::report_origin::unwaited_task_group);
@@ -107,34 +140,9 @@ class task_group {
   template <class Fn>
   requires(task_callable<Fn> || stoppable_task_callable<Fn>) void spawn(Fn&& fn) {
     detail::check_not_null(fn, "spindle::task_group::spawn: fn is a null pointer");
-    // The callable sits in an optional so that it is destroyed before finish(): its captures
-    // die before wait() can return (they may refer to the waiter's scope), as a spawned
-    // task's do.
-    auto body = [this, f = std::optional<std::decay_t<Fn>>(
-                           std::in_place, std::forward<Fn>(fn))]() mutable noexcept {
-      // relaxed: cancel() publishes nothing but the flag; a task that starts just before a
-      // cancel() runs, as a task already running would.
-      if (cancelled_.load(std::memory_order_relaxed)) {
-        // Skipped: f is destroyed with this record, unrun.
-        // relaxed: a statistic, read after wait() (ordered by finish()'s RMW chain).
-        skipped_.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        try {
-          if constexpr (task_callable<Fn>) {
-            static_cast<void>(std::invoke(*f));
-          } else {
-            static_cast<void>(std::invoke(*f, source().get_token()));
-          }
-        } catch (...) {
-          record(std::current_exception());
-        }
-      }
-      f.reset();
-      finish();
-    };
-    using node = detail::posted_task<decltype(body)>;
-    detail::node_ptr<node> owned(detail::new_node<node>(
-        std::move(body), &detail::executor_core::report_thunk, &detail::core_of(ex_)));
+    using node = detail::group_task<task_group, std::decay_t<Fn>>;
+    detail::node_ptr<node> owned(
+        detail::new_node<node>(std::decay_t<Fn>(std::forward<Fn>(fn)), this));
     // relaxed: the task is published by the queue push below; the count only has to be
     // raised before the task can finish, which program order guarantees.
     pending_.fetch_add(1, std::memory_order_relaxed);
@@ -158,9 +166,12 @@ class task_group {
   auto wait() -> task_group_status {
     wait_all();
     // relaxed: only the waiter resets it; a cancel() racing with this return may count for
-    // the next round (see cancel()).
-    bool const was_cancelled = cancelled_.exchange(false, std::memory_order_relaxed);
+    // the next round (see cancel()). A load first, not an exchange: the common round was not
+    // cancelled and then costs no read-modify-write.
+    bool const was_cancelled = cancelled_.load(std::memory_order_relaxed);
     if (was_cancelled) {
+      // relaxed: as above.
+      cancelled_.store(false, std::memory_order_relaxed);
       renew_source();
     }
     if (auto e = take_error()) {
@@ -179,7 +190,7 @@ class task_group {
   /// Thread safety: any thread, the group's own tasks included. Throws: std::bad_alloc (the
   /// group's stop source is made on first use).
   void cancel() {
-    source().request_stop();
+    source().source.request_stop();
     // relaxed: see the load in spawn(); the flag carries no data.
     cancelled_.store(true, std::memory_order_relaxed);
   }
@@ -192,7 +203,7 @@ class task_group {
 
   /// The token a std::stop_token-taking task of this round receives (stop requested by
   /// cancel()). Throws: std::bad_alloc.
-  [[nodiscard]] auto stop_token() -> std::stop_token { return source().get_token(); }
+  [[nodiscard]] auto stop_token() -> std::stop_token { return source().source.get_token(); }
 
   /// Tasks skipped because the group was cancelled, over the group's life.
   [[nodiscard]] auto skipped_tasks() const noexcept -> std::uint64_t {
@@ -201,14 +212,39 @@ class task_group {
   }
 
  private:
+  template <class, class>
+  friend class detail::group_task;
+
+  /// Runs one task's callable, or skips it in a cancelled round; records its exception.
+  template <class Fn>
+  void run_member(Fn& f) noexcept {
+    // relaxed: cancel() publishes nothing but the flag; a task that starts just before a
+    // cancel() runs, as a task already running would.
+    if (cancelled_.load(std::memory_order_relaxed)) {
+      // Skipped: the caller destroys f unrun. relaxed: a statistic, read after wait()
+      // (ordered by finish()'s RMW chain).
+      skipped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    try {
+      if constexpr (task_callable<Fn>) {
+        static_cast<void>(std::invoke(f));
+      } else {
+        static_cast<void>(std::invoke(f, source().source.get_token()));
+      }
+    } catch (...) {
+      record(std::current_exception());
+    }
+  }
+
   /// The current round's stop source, made on first use: most groups never need one, and a
   /// group per fork (a recursive fork-join) must not pay an allocation for it.
-  auto source() -> std::stop_source& {
+  auto source() -> detail::group_stop_source& {
     // acquire: pairs with the release CAS below (or in another thread's call), so the source
     // is seen fully constructed.
-    std::stop_source* s = stop_.load(std::memory_order_acquire);
+    detail::group_stop_source* s = stop_.load(std::memory_order_acquire);
     if (s == nullptr) {
-      auto fresh = std::make_unique<std::stop_source>();
+      auto fresh = std::make_unique<detail::group_stop_source>();
       // acq_rel: release publishes *fresh; acquire on failure pairs with the winner's release.
       if (stop_.compare_exchange_strong(s, fresh.get(), std::memory_order_acq_rel,
                                         std::memory_order_acquire)) {
@@ -224,9 +260,10 @@ class task_group {
   void renew_source() {
     // acq_rel: takes the current source (acquire) and publishes nothing new (the next
     // source() makes one).
-    std::stop_source* old = stop_.exchange(nullptr, std::memory_order_acq_rel);
+    detail::group_stop_source* old = stop_.exchange(nullptr, std::memory_order_acq_rel);
     if (old != nullptr) {
-      retired_.emplace_back(old);
+      old->retired_next = retired_;
+      retired_ = old;
     }
   }
 
@@ -308,8 +345,8 @@ class task_group {
   detail::atomic<std::uint64_t> skipped_{0};
   // The current round's stop source (nullptr until first use), and those of earlier cancelled
   // rounds (touched by the waiting thread only).
-  detail::atomic<std::stop_source*> stop_{nullptr};
-  std::vector<std::unique_ptr<std::stop_source>> retired_;
+  detail::atomic<detail::group_stop_source*> stop_{nullptr};
+  detail::group_stop_source* retired_ = nullptr;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE
