@@ -730,7 +730,7 @@ auto run_latency(std::span<char const* const> args) -> int {
     short_title << "channel latency, " << s.producers << "P/" << s.consumers << "C, capacity "
                 << s.capacity << ", offered " << rate / 1e6 << " M msg/s";
     write_latency_file(out + "/latency-channel.json", rows, short_title.str());
-    std::printf("latency: wrote %s/latency-channel.json\n", out.c_str());
+    std::fprintf(stderr, "latency: wrote %s/latency-channel.json\n", out.c_str());
   }
   return 0;
 }
