@@ -78,7 +78,8 @@ class executor_options {
 
   /// Stack size of every thread the executor starts, in bytes; 0 (the default): the system's
   /// default (8 MiB on glibc). Rounded up to whole pages. A waiting worker helps with other
-  /// tasks only while less than half of its stack is used (see "Helping depth" in
+  /// tasks only while it has used less than half of the stack it started with (the part
+  /// below the thread's static TLS; see "Helping depth" in
   /// detail/executor/executor_core.hpp), so a small stack bounds the nesting of stolen tasks.
   auto stack_size(std::size_t bytes) -> executor_options& {
     stack_size_ = bytes;

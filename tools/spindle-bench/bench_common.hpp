@@ -69,6 +69,21 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
 /// Fails the process loudly: a benchmark that lost or duplicated an item reports no figure.
 [[noreturn]] void fail(std::string const& what);
 
+/// Fails the process (fail()) unless `ok`: a benchmark's result check.
+inline void check(bool ok, std::string const& what) {
+  if (!ok) {
+    fail(what);
+  }
+}
+
+/// Wall time of one call of `fn`, in milliseconds.
+template <class Fn>
+auto time_ms(Fn&& fn) -> double {
+  auto const t0 = clock::now();
+  fn();
+  return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+}
+
 /// Where a figure was measured, for the JSON files: the CPU model (/proc/cpuinfo "model
 /// name"), the number of CPUs, the compiler (__VERSION__), the commit spindle-bench was
 /// configured at (SPINDLE_BENCH_COMMIT, "unknown" without git) and the UTC date and time.

@@ -29,9 +29,11 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -516,6 +518,88 @@ class xenium_vyukov_queue {
   counted_end end_;
 };
 #endif
+
+// ---- What every channel scenario shares: the message encoding and the exactly-once check ----
+
+/// A message: the producer's index in the high half, its sequence number (from 1) in the low.
+inline auto encode(u64 producer, u64 seq) -> u64 {
+  return (producer << 32) | seq;
+}
+
+/// What one consumer saw, per producer.
+struct tally {
+  explicit tally(int producers)
+      : last(static_cast<std::size_t>(producers), 0),
+        count(static_cast<std::size_t>(producers), 0),
+        sum(static_cast<std::size_t>(producers), 0),
+        bits(static_cast<std::size_t>(producers), 0) {}
+
+  void see(u64 v, bool check_order) {
+    auto const p = static_cast<std::size_t>(v >> 32);
+    auto const seq = v & 0xffff'ffffULL;
+    if (p >= count.size() || seq == 0) {
+      bad = true;
+      return;
+    }
+    if (check_order && seq <= last[p]) {
+      out_of_order = true;
+    }
+    last[p] = seq;
+    ++count[p];
+    sum[p] += seq;
+    bits[p] ^= seq;
+  }
+
+  std::vector<u64> last;
+  std::vector<u64> count;
+  std::vector<u64> sum;
+  std::vector<u64> bits;
+  bool bad = false;
+  bool out_of_order = false;
+};
+
+/// Fails the run unless every producer's `per_producer` messages reached the consumers
+/// exactly once (count, sum and xor of the sequence numbers), no message was invented, and a
+/// FIFO implementation kept each producer's order.
+inline void verify(std::string_view impl, int producers, u64 per_producer,
+                   std::vector<tally> const& tallies) {
+  auto const n = per_producer;
+  u64 expected_xor = 0;
+  for (u64 s = 1; s <= n; ++s) {
+    expected_xor ^= s;
+  }
+  for (auto const& t : tallies) {
+    if (t.bad) {
+      fail(std::string(impl) + ": received a message no producer sent");
+    }
+    if (t.out_of_order) {
+      fail(std::string(impl) + ": a consumer saw one producer's messages out of order");
+    }
+  }
+  for (std::size_t p = 0; p < static_cast<std::size_t>(producers); ++p) {
+    u64 count = 0;
+    u64 sum = 0;
+    u64 bits = 0;
+    for (auto const& t : tallies) {
+      count += t.count[p];
+      sum += t.sum[p];
+      bits ^= t.bits[p];
+    }
+    if (count != n || sum != n * (n + 1) / 2 || bits != expected_xor) {
+      std::ostringstream os;
+      os << impl << ": producer " << p << " sent " << n << " messages, consumers received " << count
+         << " (sum " << sum << ", expected " << n * (n + 1) / 2 << ")";
+      fail(os.str());
+    }
+  }
+}
+
+/// CPU time of the calling thread.
+inline auto thread_cpu_now() -> std::chrono::nanoseconds {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 /// Calls `visit.template operator()<Q>()` for every channel implementation built in, in the
 /// order of the tables: spindle's two flavours, the mutex baseline, then each peer found at

@@ -42,18 +42,8 @@ namespace {
 using spindle_bench::clock;
 using spindle_bench::row;
 
-template <class Fn>
-auto time_ms(Fn&& fn) -> double {
-  auto const t0 = clock::now();
-  fn();
-  return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-}
-
-void check(bool ok, std::string const& what) {
-  if (!ok) {
-    spindle_bench::fail(what);
-  }
-}
+using spindle_bench::check;
+using spindle_bench::time_ms;
 
 /// The rows oneTBB contributes exist only when it was found.
 void add_tbb(std::vector<row>& rows, row const& r) {

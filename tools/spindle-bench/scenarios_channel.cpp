@@ -62,72 +62,8 @@ struct workload {
   std::size_t capacity = 1024;
 };
 
-auto encode(u64 producer, u64 seq) -> u64 {
-  return (producer << 32) | seq;
-}
-
-/// What one consumer saw, per producer.
-struct tally {
-  explicit tally(int producers)
-      : last(static_cast<std::size_t>(producers), 0),
-        count(static_cast<std::size_t>(producers), 0),
-        sum(static_cast<std::size_t>(producers), 0),
-        bits(static_cast<std::size_t>(producers), 0) {}
-
-  void see(u64 v, bool check_order) {
-    auto const p = static_cast<std::size_t>(v >> 32);
-    auto const seq = v & 0xffff'ffffULL;
-    if (p >= count.size() || seq == 0) {
-      bad = true;
-      return;
-    }
-    if (check_order && seq <= last[p]) {
-      out_of_order = true;
-    }
-    last[p] = seq;
-    ++count[p];
-    sum[p] += seq;
-    bits[p] ^= seq;
-  }
-
-  std::vector<u64> last;
-  std::vector<u64> count;
-  std::vector<u64> sum;
-  std::vector<u64> bits;
-  bool bad = false;
-  bool out_of_order = false;
-};
-
 void verify(std::string_view impl, workload const& w, std::vector<tally> const& tallies) {
-  auto const n = w.messages;
-  u64 expected_xor = 0;
-  for (u64 s = 1; s <= n; ++s) {
-    expected_xor ^= s;
-  }
-  for (auto const& t : tallies) {
-    if (t.bad) {
-      fail(std::string(impl) + ": received a message no producer sent");
-    }
-    if (t.out_of_order) {
-      fail(std::string(impl) + ": a consumer saw one producer's messages out of order");
-    }
-  }
-  for (std::size_t p = 0; p < static_cast<std::size_t>(w.producers); ++p) {
-    u64 count = 0;
-    u64 sum = 0;
-    u64 bits = 0;
-    for (auto const& t : tallies) {
-      count += t.count[p];
-      sum += t.sum[p];
-      bits ^= t.bits[p];
-    }
-    if (count != n || sum != n * (n + 1) / 2 || bits != expected_xor) {
-      std::ostringstream os;
-      os << impl << ": producer " << p << " sent " << n << " messages, consumers received " << count
-         << " (sum " << sum << ", expected " << n * (n + 1) / 2 << ")";
-      fail(os.str());
-    }
-  }
+  channel::verify(impl, w.producers, w.messages, tallies);
 }
 
 auto seconds_since(clock::time_point t0, clock::time_point t1) -> double {
@@ -234,13 +170,6 @@ auto run_pingpong(u64 rounds) -> double {
   return seconds_since(t0, finished) * 1e9 / static_cast<double>(rounds);
 }
 
-auto thread_cpu_now() -> std::chrono::nanoseconds {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
-
-/// A receiver waits on an empty queue for `idle`; returns the microseconds of CPU it used.
 template <class Q>
 auto run_idle(std::chrono::milliseconds idle) -> double {
   Q q(1, 1);

@@ -53,18 +53,8 @@ using spindle_bench::fib_tbb;
 using spindle_bench::fib_omp;
 #endif
 
-template <class Fn>
-auto time_ms(Fn&& fn) -> double {
-  auto const t0 = clock::now();
-  fn();
-  return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-}
-
-void check(bool ok, std::string const& what) {
-  if (!ok) {
-    spindle_bench::fail(what);
-  }
-}
+using spindle_bench::check;
+using spindle_bench::time_ms;
 
 // ---- spawn: one outside thread submits `tasks` empty tasks and waits for all of them; each
 // returns the milliseconds it took and checks that every task ran ----

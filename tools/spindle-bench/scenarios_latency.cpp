@@ -166,7 +166,7 @@ class histogram {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Exactly-once bookkeeping (as in the throughput scenarios).
+// The shape of a run (exactly-once bookkeeping: tally and verify in channel_peers.hpp).
 
 /// How a sender waits for its slot.
 enum class pacing {
@@ -180,76 +180,6 @@ struct shape {
   std::size_t capacity = 1024;
   pacing how = pacing::yield;
 };
-
-struct tally {
-  explicit tally(int producers)
-      : last(static_cast<std::size_t>(producers), 0),
-        count(static_cast<std::size_t>(producers), 0),
-        sum(static_cast<std::size_t>(producers), 0),
-        bits(static_cast<std::size_t>(producers), 0) {}
-
-  void see(u64 v, bool check_order) {
-    auto const p = static_cast<std::size_t>(v >> 32);
-    auto const seq = v & 0xffff'ffffULL;
-    if (p >= count.size() || seq == 0) {
-      bad = true;
-      return;
-    }
-    if (check_order && seq <= last[p]) {
-      out_of_order = true;
-    }
-    last[p] = seq;
-    ++count[p];
-    sum[p] += seq;
-    bits[p] ^= seq;
-  }
-
-  std::vector<u64> last;
-  std::vector<u64> count;
-  std::vector<u64> sum;
-  std::vector<u64> bits;
-  bool bad = false;
-  bool out_of_order = false;
-};
-
-void verify(std::string_view impl, int producers, u64 per_producer,
-            std::vector<tally> const& tallies) {
-  u64 expected_xor = 0;
-  for (u64 s = 1; s <= per_producer; ++s) {
-    expected_xor ^= s;
-  }
-  for (auto const& t : tallies) {
-    if (t.bad) {
-      fail(std::string(impl) + ": received a message no producer sent");
-    }
-    if (t.out_of_order) {
-      fail(std::string(impl) + ": a consumer saw one producer's messages out of order");
-    }
-  }
-  for (std::size_t p = 0; p < static_cast<std::size_t>(producers); ++p) {
-    u64 count = 0;
-    u64 sum = 0;
-    u64 bits = 0;
-    for (auto const& t : tallies) {
-      count += t.count[p];
-      sum += t.sum[p];
-      bits ^= t.bits[p];
-    }
-    auto const n = per_producer;
-    if (count != n || sum != n * (n + 1) / 2 || bits != expected_xor) {
-      std::ostringstream os;
-      os << impl << ": producer " << p << " sent " << n << " messages, consumers received " << count
-         << " (sum " << sum << ", expected " << n * (n + 1) / 2 << ")";
-      fail(os.str());
-    }
-  }
-}
-
-auto thread_cpu_now() -> std::chrono::nanoseconds {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
 
 // ---------------------------------------------------------------------------------------------
 // One run: saturated (no schedule) or paced (rate > 0).

@@ -43,12 +43,13 @@
 // task run there may wait and help again. rayon bounds nothing here (rayon issues #854 and
 // #1064: stack overflows from nested stealing while waiting); oneTBB stops stealing once the
 // stack is about half used (its stealing threshold). spindle does the same: past the middle
-// of its stack (help_floor, read when the worker starts; see detail/sync/native_thread.hpp) a
-// waiting worker runs only tasks from its own deque, which the code on its stack pushed, and
-// otherwise sleeps until its wait is over (wait_deep). The nesting of unrelated tasks is then
-// bounded by half the stack, whatever size executor_options::stack_size gives it; the other
-// half is left for the deepest task's own frames (wait_restricted). Tests:
-// tests/executor_options_test.cpp (DeepJoinOnSmallStacks).
+// of the stack the worker had below its first frame (help_floor, read when the worker starts;
+// see detail/sync/native_thread.hpp), a waiting worker runs only tasks from its own deque,
+// which the code on its stack pushed, and otherwise sleeps until its wait is over
+// (wait_restricted). The nesting of unrelated tasks is then bounded by half the stack,
+// whatever size executor_options::stack_size gives it; the other half is left for the deepest
+// task's own frames. Tests: tests/executor_options_test.cpp (DeepWaiterDoesNotHelp,
+// DeepJoinOnSmallStacks).
 //
 // Isolation (spindle/isolate.hpp): a thread inside an isolation region waits the same
 // restricted way, running only its own deque's tasks of the region, so a lock held across a
