@@ -400,14 +400,19 @@ class executor_core final : public scheduler, public resume_target {
     for (std::size_t i = 0; i < workers_; ++i) {
       auto const& c = ctxs_[i]->counters.value;
       worker_metrics w;
-      // relaxed (all): statistics written by their owner only; see worker_counters.
+      // relaxed (all six): statistics written by their owner only; see worker_counters.
       w.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
+      // relaxed: as above.
       w.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
+      // relaxed: as above.
       w.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
+      // relaxed: as above.
       w.times_parked = c.times_parked.load(std::memory_order_relaxed);
+      // relaxed: as above.
       w.times_woken = c.times_woken.load(std::memory_order_relaxed);
-      w.parked_time = std::chrono::nanoseconds(
-          static_cast<std::int64_t>(c.parked_ns.load(std::memory_order_relaxed)));
+      // relaxed: as above.
+      auto const parked_ns = c.parked_ns.load(std::memory_order_relaxed);
+      w.parked_time = std::chrono::nanoseconds(static_cast<std::int64_t>(parked_ns));
       w.busy_time =
           m.uptime > w.parked_time ? m.uptime - w.parked_time : std::chrono::nanoseconds{0};
       w.queue_depth = stealers_[i].size();
