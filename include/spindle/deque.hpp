@@ -47,6 +47,13 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 template <stealable T>
 class stealer;
 
+namespace detail {
+/// The executor's way past the handle to the algorithm (detail::worker_deque): its workers own
+/// their deques for the executor's lifetime, so the moved-from check and the order dispatch
+/// each pop() pays are settled once, when the worker is built.
+struct deque_access;
+}  // namespace detail
+
 /// The owner's handle of a work-stealing deque: push and pop, and hand out stealers.
 /// Movable, not copyable. A moved-from deque_owner may only be destroyed or assigned to; any other
 /// operation on it aborts with "spindle: misuse: ..." in every build.
@@ -122,6 +129,7 @@ class deque_owner {
 
  private:
   friend class spindle::stealer<T>;
+  friend struct detail::deque_access;
 
   // In every build, not only with assertions: a moved-from handle would otherwise dereference
   // null. One predictable branch per operation.
@@ -206,6 +214,17 @@ class stealer {
   // INVARIANT: null only when moved-from; otherwise holds one reference.
   detail::deque_state<T>* state_;
 };
+
+namespace detail {
+struct deque_access {
+  /// The state behind a live (not moved-from) owner handle; checked in every build.
+  template <class T>
+  static auto state(deque_owner<T>& owner) noexcept -> deque_state<T>& {
+    owner.check();
+    return *owner.state_;
+  }
+};
+}  // namespace detail
 
 /// The former name of deque_owner<T>, kept so that existing code compiles.
 template <stealable T>

@@ -438,7 +438,7 @@ auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
   result_slot<std::invoke_result_t<A&>> ra;
   ra.run(a);
   for (;;) {
-    auto popped = w.deque.pop();
+    auto popped = w.tasks.pop_lifo();
     if (!popped) {
       // A thief has job_b: run other tasks until it is done.
       core.wait(job_b.done);

@@ -12,18 +12,21 @@
 //   - Every store of `bottom` is a release store, where the paper has a release fence in push
 //     and relaxed stores: ThreadSanitizer does not model fences, and the release store gives
 //     the same guarantee on the atomic itself (Taskflow: taskflow/core/wsq.hpp does the same).
-//   - The loads of `top` by the owner are acquire, so that a thief's speculative slot read is
+//   - The loads of `top` by the owner are acquire (or seq_cst), so that a thief's speculative slot
+//   read is
 //     ordered before the owner overwrites that slot a lap later; the owner caches `top`
 //     (Taskflow's `_cached_top`) and re-reads it only when the buffer looks full or it pops.
 //   - When the owner's cached top says one item is left, pop takes it with a single CAS of
-//     top, as a thief would, and skips the decrement of bottom and the fence: a lone item is
+//     top, as a thief would, and skips the decrement of bottom (a locked exchange): a lone item is
 //     both the top and the bottom one (argument at `pop_lifo`). A push+pop pair on an empty
-//     deque then costs one CAS instead of a fence plus a CAS.
-//   - A thief loads top and bottom with seq_cst loads instead of the paper's seq_cst fence
-//     between two loads; the owner's pop keeps its fence. Under C++20 [atomics.order] p4
-//     (P0668R5) a seq_cst fence orders against seq_cst operations as against another fence,
+//     deque then costs one CAS instead of an exchange plus a CAS.
+//   - No fences: a thief loads top and bottom with seq_cst loads, and the owner's take
+//     decrements bottom with a seq_cst exchange and loads top with seq_cst, where the paper
+//     has a seq_cst fence between two accesses on each side. Under C++20 [atomics.order] p4
+//     (P0668R5) four seq_cst operations give the same store-buffering fact as the two fences,
 //     which is all the proof needs (argument at `load_top_then_bottom`). On x86 a seq_cst load
-//     is a plain load, so a steal pays for no barrier besides its CAS.
+//     is a plain load, so a steal pays for no barrier besides its CAS, and the take pays one
+//     locked instruction where a store and a fence cost two.
 //   - FIFO owner pop and batch stealing (crossbeam-deque: src/deque.rs) are additions; their
 //     correctness arguments are at `pop_fifo` and `steal_batch_and_pop` below.
 //
@@ -156,8 +159,8 @@ class deque_state {
     auto const b = old_bottom - 1;
     if (b == own.cached_top) {
       // At most one item (top >= cached_top == bottom - 1), and a single item is the top one
-      // as well as the bottom one: take it as a thief would, with one CAS of top and neither
-      // the decrement of bottom nor the fence (a deviation from Lê et al., whose take always
+      // as well as the bottom one: take it as a thief would, with one CAS of top and without
+      // the locked decrement of bottom (a deviation from Lê et al., whose take always
       // decrements first). Every taker of position b claims it by a CAS from b, so exactly
       // one succeeds; bottom never moves, so no thief's view of it can go stale.
       auto t = b;
@@ -172,17 +175,21 @@ class deque_state {
       own.cached_top = t;
       return std::nullopt;
     }
-    // release: every store of bottom is a release (see push); a thief that reads this value
-    // still synchronizes with the pushes before it.
-    own.bottom.store(b, std::memory_order_release);
-    // seq_cst fence: orders the store of bottom above before the load of top below; pairs
-    // with the thieves' seq_cst loads of top then bottom (load_top_then_bottom, which gives
-    // the C++20 argument), so either the thief sees the decremented bottom or we see its
-    // advanced top: both cannot take position b.
-    fence_seq_cst();
-    // acquire: pairs with the CAS of top by which thieves took the positions below t: their
-    // speculative slot reads happen-before our later overwrite of those slots (push).
-    auto t = thief_.value.top.load(std::memory_order_acquire);
+    // seq_cst exchange (Wb), then seq_cst load of top (Rt): the store->load order of Lê et
+    // al.'s take, which the paper gets from a store and a fence. Pairs with the thieves'
+    // seq_cst loads of top then bottom (load_top_then_bottom gives the C++20 argument): either
+    // the thief sees the decremented bottom or we see its advanced top, so both cannot take
+    // position b. An exchange rather than store + fence because on x86 it is one locked
+    // instruction, where a store followed by a fence drains the store buffer in a second one
+    // (about half the cost of the pair on the AMD EPYC of docs/performance.md). Its release
+    // part keeps every write of bottom a release (see push): a thief that reads this value
+    // still synchronizes with the pushes before it. The value read back is ours (only the
+    // owner writes bottom).
+    own.bottom.exchange(b, std::memory_order_seq_cst);
+    // seq_cst: Rt above. Its acquire part pairs with the CAS of top by which thieves took the
+    // positions below t: their speculative slot reads happen-before our later overwrite of
+    // those slots (push).
+    auto t = thief_.value.top.load(std::memory_order_seq_cst);
     own.cached_top = t;
     if (t < b) {
       return own.buffer->load(b);  // more than one item: no thief can reach position b.
@@ -260,7 +267,7 @@ class deque_state {
   /// read, and bottom never moves back. A CAS t -> t+k therefore succeeds only if nobody took
   /// any position >= t since we read t, and positions [t, b) with b read after t exist until
   /// taken: [t, t+k) with t+k <= b is ours alone. In LIFO order the owner takes position
-  /// bottom-1 with no CAS at all whenever the top it reads after its fence is below it. A thief
+  /// bottom-1 with no CAS at all whenever the top it reads after its exchange is below it. A thief
   /// that read bottom = B can be overtaken by the owner popping B-1, B-2, ... down to t+1, each
   /// pop reading top == t (we have not moved it yet), so none needed a CAS; our CAS t -> t+k
   /// would still succeed and claim positions the owner already returned. No check of bottom
@@ -338,24 +345,24 @@ class deque_state {
 
   /// Any thread. A thief's loads of top, then bottom, both seq_cst (steal, steal_batch).
   ///
-  /// Lê et al. put a seq_cst fence between these two loads, pairing with the owner's fence in
-  /// pop_lifo. Here the owner keeps its fence and the thief uses seq_cst loads instead: on x86
-  /// a seq_cst load is a plain load, so a steal has no barrier besides its CAS. The fence pair
-  /// serves the proof with one store-buffering fact, and the mixed form gives the same fact
-  /// under C++20 [atomics.order] p3-p4 (P0668R5). Let a pop_lifo that decremented bottom run
-  ///   Wb: bottom.store(b, release); F: fence_seq_cst(); Rt: top.load(acquire) reads t_o,
+  /// Lê et al. put a seq_cst fence between these two loads and one in the owner's take,
+  /// between its store of bottom and its load of top. Here all four accesses are seq_cst
+  /// operations instead, with no fence on either side: the thief's loads are plain loads on
+  /// x86, and the owner's store is an exchange (one locked instruction; pop_lifo). The fence
+  /// pair serves the proof with one store-buffering fact, which seq_cst operations give
+  /// directly under C++20 [atomics.order] p3-p4 (P0668R5). Let a pop_lifo that decremented
+  /// bottom run
+  ///   Wb: bottom.exchange(b, seq_cst); Rt: top.load(seq_cst) reads t_o,
   /// and a thief run Lt: top.load(seq_cst) reads t_s; Lb: bottom.load(seq_cst). Suppose Lb
   /// reads a store of bottom that precedes Wb in bottom's modification order, and t_o < t_s
   /// (top only grows, and only by read-modify-writes, so Rt read an earlier write than Lt):
-  ///   - Lb is coherence-ordered before Wb (p3.3); Lb is a seq_cst operation and Wb happens
-  ///     before the seq_cst fence F: by p4.2, Lb precedes F in S.
+  ///   - Lb is coherence-ordered before Wb (p3.3), both seq_cst: Lb precedes Wb in S (p4).
   ///   - Rt is coherence-ordered before the CAS that wrote t_s (p3.3), which is coherence-
-  ///     ordered before Lt (p3.1), so Rt is before Lt (p3.4); F happens before Rt and Lt is a
-  ///     seq_cst operation: by p4.3, F precedes Lt in S.
-  ///   - Lt is sequenced before Lb, both seq_cst: Lt precedes Lb in S (p4, first sentence).
-  /// S would have the cycle F < Lt < Lb < F. So: either the thief's load of bottom sees Wb or
-  /// a later store, or the owner's load of top sees t_s or a later value. This is the fact two
-  /// fences give by p4.4; the rest of Lê et al.'s proof does not use the thief's fence.
+  ///     ordered before Lt (p3.1), so Rt is before Lt (p3.4), both seq_cst: Rt precedes Lt.
+  ///   - Wb is sequenced before Rt and Lt before Lb, all seq_cst: Wb < Rt and Lt < Lb in S.
+  /// S would have the cycle Wb < Rt < Lt < Lb < Wb. So: either the thief's load of bottom sees
+  /// Wb or a later store, or the owner's load of top sees t_s or a later value. This is the
+  /// fact two fences give by p4.4; the rest of Lê et al.'s proof uses no other.
   /// Consequences (position b is the one the pop decremented to):
   ///   - The owner takes b without a CAS only when t_o < b. A thief takes b only by a CAS from
   ///     t_s == b > t_o, so its Lb saw Wb or a later store: Wb says bottom == b (empty at b,
@@ -369,9 +376,10 @@ class deque_state {
     // seq_cst: Lt above; its acquire part pairs with the CAS that set top to t (a thief's or
     // the owner's), so the bottom loaded below is no older than the one that taker saw.
     auto const t = thief_.value.top.load(std::memory_order_seq_cst);
-    // seq_cst: Lb above, ordered after the load of top in S; pairs with the fence in pop_lifo
-    // after its store of bottom. Its acquire part pairs with the owner's release stores of
-    // bottom (push): the slots below the value read, and the buffer holding them, are visible.
+    // seq_cst: Lb above, ordered after the load of top in S; pairs with the exchange of
+    // bottom and the seq_cst load of top in pop_lifo. Its acquire part pairs with the owner's
+    // release stores of bottom (push): the slots below the value read, and the buffer holding them,
+    // are visible.
     auto const b = owner_.value.bottom.load(std::memory_order_seq_cst);
     return {t, b};
   }

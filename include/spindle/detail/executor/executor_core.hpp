@@ -525,13 +525,13 @@ class executor_core final : public scheduler, public resume_target {
       push_announced(region != 0 ? nullptr : &w, t);
     }
     while (!until.is_set()) {
-      if (auto t = w.deque.pop()) {
+      if (auto t = w.tasks.pop_lifo()) {
         if (region == 0 || (*t)->isolation == region) {
           run(w, *t);
           continue;
         }
         // Below this point the deque holds only what was pushed before the region began.
-        w.deque.push(*t);
+        w.tasks.push(*t);
       }
       if (!w.deque.empty()) {
         // (N1) fence: pairs with the fence after (P1) in park(), as in submit().
@@ -550,7 +550,7 @@ class executor_core final : public scheduler, public resume_target {
   /// when it leaves), never looks at the injector (an outside caller does not pick up unrelated
   /// submissions) and is not counted by the idle set (notifiers never rely on it).
   auto find_task_as_guest(worker_ctx& g) noexcept -> task* {
-    if (auto t = g.deque.pop()) {
+    if (auto t = g.tasks.pop_lifo()) {
       return *t;
     }
     return steal_rounds(g, [](spindle::stealer<task*>& victim) { return victim.steal(); });

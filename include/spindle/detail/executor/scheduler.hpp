@@ -111,7 +111,7 @@ class scheduler {
 
   /// The parker `w` sleeps on (a completion's fixed waiter for jobs `w` waits for).
   [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& {
-    return w.guest ? w.guest_parker : idle_.parker_of(w.index);
+    return *w.sleeper;
   }
 
   /// Queues `t`. On a worker (or guest) of this executor: its own deque. Elsewhere: the
@@ -120,7 +120,7 @@ class scheduler {
   void submit(task* t) {
     t->isolation = current_isolation;
     if (worker_ctx* const w = local()) {
-      w->deque.push(t);
+      w->tasks.push(t);
       // (N1): a task that outlives its spawner's attention (the spawner may block on
       // something else) must not sit in a deque while every other worker sleeps; pairs with
       // the fence after (P1) in park(). Only join skips this, see push_local().
@@ -172,7 +172,7 @@ class scheduler {
   /// join's push: onto the calling worker's own deque, waking a sleeper if nobody searches.
   void push_local(worker_ctx& w, task* t) {
     t->isolation = current_isolation;
-    w.deque.push(t);
+    w.tasks.push(t);
     // No (N1) fence here: join's owner pops the job back itself unless a thief took it, so a
     // missed wake costs parallelism, never progress (rayon makes the same trade for its
     // local jobs). A fence per fork would cost about as much as the rest of the fork.
@@ -222,6 +222,8 @@ class scheduler {
     stealers_.reserve(workers + guest_slots);
     for (std::size_t i = 0; i < workers + guest_slots; ++i) {
       ctxs_.push_back(std::make_unique<worker_ctx>(this, i, i >= workers));
+      auto& ctx = *ctxs_.back();
+      ctx.sleeper = ctx.guest ? &ctx.guest_parker : &idle_.parker_of(i);
       stealers_.push_back(ctxs_.back()->deque.stealer());
     }
   }
@@ -240,7 +242,7 @@ class scheduler {
   void push_announced(worker_ctx* w, task* t) noexcept {
     try {
       if (w != nullptr) {
-        w->deque.push(t);
+        w->tasks.push(t);
       } else {
         if (injector_capacity_ != 0) {
           // Counted (every task in a bounded injector is), though never refused: the
@@ -417,7 +419,7 @@ class scheduler {
           // The deque grows by allocation; if that fails, run the task here instead of losing
           // it.
           try {
-            w.deque.push(t);
+            w.tasks.push(t);
             moved = true;
           } catch (...) {
             t->run(t);
@@ -519,7 +521,7 @@ class scheduler {
     } else {
       w.next_streak = 0;
     }
-    if (auto t = w.deque.pop()) {
+    if (auto t = w.tasks.pop_lifo()) {
       return *t;
     }
     if (task* t = from_injector(w)) {

@@ -48,6 +48,9 @@ struct worker_ctx {
   scheduler* core;  // the executor_core (a scheduler) this context belongs to
   std::size_t index;
   spindle::deque_owner<task*> deque{deque_order::lifo};
+  // The algorithm behind `deque`, for the owner's push and pop on the hot paths (join, the
+  // scheduler loop): always LIFO and never moved-from, so they skip the handle's checks.
+  deque_state<task*>& tasks = deque_access::state(deque);
   // The resumption of a coroutine that this worker woke (tokio's LIFO slot): run next, before
   // the deque, and not offered to thieves, so a coroutine that wakes another and then suspends
   // hands the worker over without a queue round trip or a wake-up of another worker. See
@@ -63,6 +66,9 @@ struct worker_ctx {
   std::uintptr_t help_floor = 0;
   // Guests only: the calling thread's current_worker before it entered the slot.
   worker_ctx* previous = nullptr;
+  // The parker this context's thread sleeps on: the idle set's for a worker, guest_parker for
+  // a guest slot (set by the scheduler when it builds the context).
+  parker* sleeper = nullptr;
   cache_padded<worker_counters> counters;
   // Guests only. INVARIANT: true while an outside thread owns the slot; the owner alone uses
   // the deque's owner side and guest_parker (workers sleep on the idle set's parkers).
