@@ -135,7 +135,7 @@ class deque_state {
   }
 
   /// Owner only. Lê et al. push, with the CDSChecker fix: write into the buffer grow made.
-  void push(T value) {
+  SPINDLE_ALWAYS_INLINE void push(T value) {
     auto& own = owner_.value;
     // relaxed: only the owner writes bottom, and this is the owner.
     auto const b = own.bottom.load(std::memory_order_relaxed);
@@ -149,7 +149,7 @@ class deque_state {
   }
 
   /// Owner only. Lê et al. take: claim the bottom item; only the last one is contended.
-  auto pop_lifo() noexcept -> std::optional<T> {
+  SPINDLE_ALWAYS_INLINE auto pop_lifo() noexcept -> std::optional<T> {
     auto& own = owner_.value;
     // relaxed: only the owner writes bottom, and this is the owner.
     auto const old_bottom = own.bottom.load(std::memory_order_relaxed);
@@ -396,7 +396,7 @@ class deque_state {
 
   /// Owner only. Re-reads top, then grows until positions [top, bottom + n) fit.
   /// Throws: std::bad_alloc (the deque is unchanged).
-  void make_room(std::int64_t bottom, std::int64_t n) {
+  [[gnu::noinline]] void make_room(std::int64_t bottom, std::int64_t n) {
     refresh_top();
     while (bottom + n - owner_.value.cached_top > capacity_of(owner_.value.buffer)) {
       grow(bottom);

@@ -48,10 +48,17 @@ inline auto thread_name_for(std::string const& prefix, char const* tag, std::siz
   if (prefix.empty()) {
     return {};
   }
-  std::string suffix = "-" + std::string(tag) + std::to_string(index);
+  // Built by append: g++ 12 at -O3 reports a false -Wrestrict in `"-" + std::string(...)`
+  // (its memcpy range analysis of operator+ on an rvalue string), which -Werror turns into an
+  // error in the user's build.
+  std::string suffix(1, '-');
+  suffix.append(tag);
+  suffix.append(std::to_string(index));
   constexpr std::size_t max_name = 15;
   std::size_t const keep = suffix.size() >= max_name ? 0 : max_name - suffix.size();
-  return prefix.substr(0, keep) + suffix;
+  std::string name = prefix.substr(0, keep);
+  name.append(suffix);
+  return name;
 }
 
 /// Throws std::invalid_argument for a stack size below the system's minimum or a CPU outside
