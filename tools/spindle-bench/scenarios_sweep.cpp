@@ -24,9 +24,10 @@
 //            (for and spawn: the same implementations as fib.)
 //   deque    one owner pushes --items indices (default 1,000,000) into a work-stealing deque,
 //            64 at a time, popping half of each batch back, then pops the rest; n thieves steal
-//            meanwhile (at most 2^21 items): spindle's deque, xenium's
-//            chase_work_stealing_deque, a std::deque under a std::mutex. Every index must be
-//            taken exactly once. Million items per second.
+//            meanwhile (at most 2^21 items), each yielding after a take that got nothing (empty
+//            or a lost race): spindle's deque, xenium's chase_work_stealing_deque, a std::deque
+//            under a std::mutex. Every index must be taken exactly once. Million items per
+//            second.
 // The workload sizes stay the same at every thread count, so the figures compare along a line.
 // --quick makes them smaller (channel 400,000 messages, fib(22), 50,000 tasks, 2,000,000
 // elements, 200,000 items) and the default runs 3 instead of 5. A thread count that lands on
@@ -78,23 +79,22 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // The deque scenario: one owner, n thieves.
 
-/// spindle's deque: the owner pops LIFO; a thief retries a steal that lost a race.
+/// spindle's deque: the owner pops LIFO; a steal that lost a race counts as a failed take, as
+/// xenium's try_steal does (it cannot tell the two apart), so every thief yields after any
+/// failed take. An earlier version retried spindle's lost races at once: that thief kept the
+/// top index's line away from the owner, and spindle's row read 0.37-0.51x xenium's where the
+/// deques differ by 0.88x under one policy (docs/performance.md, "Fork-join fast path").
 class spindle_deque_peer {
  public:
   static constexpr char const* name = "spindle deque";
-  static constexpr char const* note = "LIFO owner; a lost steal race retries";
+  static constexpr char const* note = "LIFO owner; a lost steal race yields, as xenium's";
 
   explicit spindle_deque_peer(std::uint32_t /*items*/) {}
   void push(std::uint32_t v) { owner_.push(v); }
   auto pop() -> std::optional<std::uint32_t> { return owner_.pop(); }
   auto thief() -> spindle::stealer<std::uint32_t> { return owner_.stealer(); }
   static auto take(spindle::stealer<std::uint32_t>& s) -> std::optional<std::uint32_t> {
-    for (;;) {
-      auto r = s.steal();
-      if (!r.is_retry()) {
-        return r.value;
-      }
-    }
+    return s.steal().value;
   }
 
  private:

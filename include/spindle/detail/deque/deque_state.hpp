@@ -83,7 +83,7 @@ class deque_state {
     owner_.value.buffer = first.get();
     // relaxed: no other thread knows this state yet; handing a handle to another thread
     // needs a happens-before edge (thread start, a channel), which publishes this store.
-    thief_.value.buffer.store(first.release(), std::memory_order_relaxed);
+    shared_.value.buffer.store(first.release(), std::memory_order_relaxed);
   }
 
   deque_state(deque_state const&) = delete;
@@ -118,9 +118,9 @@ class deque_state {
 
   [[nodiscard]] auto approximate_size() const noexcept -> std::size_t {
     // relaxed: a statistic; the two loads are not a snapshot (documented on size()).
-    auto const t = thief_.value.top.load(std::memory_order_relaxed);
+    auto const t = shared_.value.top.load(std::memory_order_relaxed);
     // relaxed: as above.
-    auto const b = owner_.value.bottom.load(std::memory_order_relaxed);
+    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
     return b > t ? static_cast<std::size_t>(b - t) : 0;
   }
 
@@ -128,7 +128,7 @@ class deque_state {
   /// Throws: std::bad_alloc (the deque is unchanged).
   void reserve_room(std::int64_t n) {
     // relaxed: only the owner writes bottom, and this is the owner.
-    auto const b = owner_.value.bottom.load(std::memory_order_relaxed);
+    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
     if (b + n - owner_.value.cached_top > capacity_of(owner_.value.buffer)) {
       make_room(b, n);
     }
@@ -138,21 +138,21 @@ class deque_state {
   SPINDLE_ALWAYS_INLINE void push(T value) {
     auto& own = owner_.value;
     // relaxed: only the owner writes bottom, and this is the owner.
-    auto const b = own.bottom.load(std::memory_order_relaxed);
+    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
     if (b - own.cached_top >= capacity_of(own.buffer)) [[unlikely]] {
       make_room(b, 1);
     }
     own.buffer->store(b, value);
     // release: publishes the slot write above (and the caller's writes before push) to the
     // acquire load of bottom in steal()/steal_batch_and_pop(), which then reads the slot.
-    own.bottom.store(b + 1, std::memory_order_release);
+    shared_.value.bottom.store(b + 1, std::memory_order_release);
   }
 
   /// Owner only. Lê et al. take: claim the bottom item; only the last one is contended.
   SPINDLE_ALWAYS_INLINE auto pop_lifo() noexcept -> std::optional<T> {
     auto& own = owner_.value;
     // relaxed: only the owner writes bottom, and this is the owner.
-    auto const old_bottom = own.bottom.load(std::memory_order_relaxed);
+    auto const old_bottom = shared_.value.bottom.load(std::memory_order_relaxed);
     if (old_bottom <= own.cached_top) {
       return std::nullopt;  // top >= cached_top >= bottom: empty, nothing to undo.
     }
@@ -167,8 +167,8 @@ class deque_state {
       // acq_rel: acquire pairs with the CAS of earlier takers, as the load of top below;
       // release as every write of top. Failure acquire: a thief took it, and the value it
       // wrote (b + 1) becomes cached_top, with the same pairing.
-      if (thief_.value.top.compare_exchange_strong(t, b + 1, std::memory_order_acq_rel,
-                                                   std::memory_order_acquire)) {
+      if (shared_.value.top.compare_exchange_strong(t, b + 1, std::memory_order_acq_rel,
+                                                    std::memory_order_acquire)) {
         own.cached_top = b + 1;
         return own.buffer->load(b);
       }
@@ -181,15 +181,15 @@ class deque_state {
     // the thief sees the decremented bottom or we see its advanced top, so both cannot take
     // position b. An exchange rather than store + fence because on x86 it is one locked
     // instruction, where a store followed by a fence drains the store buffer in a second one
-    // (about half the cost of the pair on the AMD EPYC of docs/performance.md). Its release
-    // part keeps every write of bottom a release (see push): a thief that reads this value
-    // still synchronizes with the pushes before it. The value read back is ours (only the
-    // owner writes bottom).
-    own.bottom.exchange(b, std::memory_order_seq_cst);
+    // (never dearer than the pair in the measurements of docs/performance.md, "Fork-join fast
+    // path", and cheaper in one of two). Its release part keeps every write of bottom a
+    // release (see push): a thief that reads this value still synchronizes with the pushes
+    // before it. The value read back is ours (only the owner writes bottom).
+    shared_.value.bottom.exchange(b, std::memory_order_seq_cst);
     // seq_cst: Rt above. Its acquire part pairs with the CAS of top by which thieves took the
     // positions below t: their speculative slot reads happen-before our later overwrite of
     // those slots (push).
-    auto t = thief_.value.top.load(std::memory_order_seq_cst);
+    auto t = shared_.value.top.load(std::memory_order_seq_cst);
     own.cached_top = t;
     if (t < b) {
       return own.buffer->load(b);  // more than one item: no thief can reach position b.
@@ -198,14 +198,14 @@ class deque_state {
     if (t == b) {
       // seq_cst: the last item; this CAS and the thieves' seq_cst CAS on top decide it
       // (Lê et al. take). Failure relaxed: a thief took it, nothing of its is read.
-      if (thief_.value.top.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
-                                                   std::memory_order_relaxed)) {
+      if (shared_.value.top.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed)) {
         out = own.buffer->load(b);
         own.cached_top = t + 1;
       }
     }
     // release: as every store of bottom. The deque is empty: top == b + 1 == bottom.
-    own.bottom.store(b + 1, std::memory_order_release);
+    shared_.value.bottom.store(b + 1, std::memory_order_release);
     return out;
   }
 
@@ -221,16 +221,16 @@ class deque_state {
   auto pop_fifo() noexcept -> std::optional<T> {
     auto& own = owner_.value;
     // relaxed: only the owner writes bottom, and this is the owner.
-    auto const b = own.bottom.load(std::memory_order_relaxed);
+    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
     // acquire: as in pop_lifo, pairs with the thieves' CAS of top (slot reuse in push).
-    auto t = thief_.value.top.load(std::memory_order_acquire);
+    auto t = shared_.value.top.load(std::memory_order_acquire);
     while (t < b) {
       auto const value = own.buffer->load(t);
       // acq_rel: acquire as the load above (also on failure, which reloads t); release is
       // not needed by any reader but costs nothing on x86 and keeps every write of top a
       // release, as the Synchronization block states.
-      if (thief_.value.top.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
-                                                 std::memory_order_acquire)) {
+      if (shared_.value.top.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                                  std::memory_order_acquire)) {
         own.cached_top = t + 1;
         return value;
       }
@@ -248,13 +248,13 @@ class deque_state {
     }
     // acquire: pairs with the release store of the buffer in grow(): its copied slots are
     // visible. Loaded after bottom, so it is at least the buffer position t was written to.
-    auto const* buffer = thief_.value.buffer.load(std::memory_order_acquire);
+    auto const* buffer = shared_.value.buffer.load(std::memory_order_acquire);
     auto const value = buffer->load(t);  // speculative: counts only if the CAS succeeds.
     // seq_cst: pairs with the owner's seq_cst CAS on the last item, as in Lê et al.: one CAS
     // from t wins. Its release part publishes our slot read to the owner's acquire loads of top.
     // Failure relaxed: we lost the race and discard the read.
-    if (!thief_.value.top.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
-                                                  std::memory_order_relaxed)) {
+    if (!shared_.value.top.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                                   std::memory_order_relaxed)) {
       return {steal_status::retry, std::nullopt};
     }
     return {steal_status::success, value};
@@ -288,12 +288,12 @@ class deque_state {
     dest.reserve_room(claim - 1);  // may throw, before anything is claimed
     auto& into = dest.owner_.value;
     // relaxed: the caller owns dest, so it is the only writer of dest's bottom.
-    auto const dest_bottom = into.bottom.load(std::memory_order_relaxed);
+    auto const dest_bottom = dest.shared_.value.bottom.load(std::memory_order_relaxed);
     std::int64_t moved = 0;
     std::optional<T> first;
     if (fifo_) {
       // acquire: as in steal(), pairs with the release store of the buffer in grow().
-      auto const* buffer = thief_.value.buffer.load(std::memory_order_acquire);
+      auto const* buffer = shared_.value.buffer.load(std::memory_order_acquire);
       first = buffer->load(t);
       for (std::int64_t i = 1; i < claim; ++i) {
         // Speculative too: positions above dest's bottom are invisible to its thieves, and
@@ -301,8 +301,8 @@ class deque_state {
         into.buffer->store(dest_bottom + i - 1, buffer->load(t + i));
       }
       // seq_cst: as in steal(); claims [t, t + claim) at once (argument above).
-      if (!thief_.value.top.compare_exchange_strong(t, t + claim, std::memory_order_seq_cst,
-                                                    std::memory_order_relaxed)) {
+      if (!shared_.value.top.compare_exchange_strong(t, t + claim, std::memory_order_seq_cst,
+                                                     std::memory_order_relaxed)) {
         return {steal_status::retry, std::nullopt};
       }
       moved = claim - 1;
@@ -322,18 +322,24 @@ class deque_state {
     }
     if (moved > 0) {
       // release: as push's, publishes the slots just written to dest's thieves.
-      into.bottom.store(dest_bottom + moved, std::memory_order_release);
+      dest.shared_.value.bottom.store(dest_bottom + moved, std::memory_order_release);
     }
     return {steal_status::success, first};
   }
 
  private:
-  struct thief_side {
+  // top and bottom share one cache line, as in crossbeam-deque (src/deque.rs: `Inner` holds
+  // front, back and the buffer pointer in one CachePadded): a thief reads both with one miss,
+  // and the owner's pop (exchange of bottom, load of top) touches one line instead of two.
+  // With them on separate lines the 1 owner + n thieves sweep ran at 0.50-0.59x xenium's
+  // deque (which also keeps them together); on one line, 0.94-1.00x (docs/performance.md,
+  // "Fork-join fast path"). The owner-private fields stay on a line of their own.
+  struct shared_side {
     detail::atomic<std::int64_t> top{0};
+    detail::atomic<std::int64_t> bottom{0};
     detail::atomic<deque_buffer<T>*> buffer{nullptr};
   };
   struct owner_side {
-    detail::atomic<std::int64_t> bottom{0};
     deque_buffer<T>* buffer = nullptr;  // the current buffer (owner-private copy)
     std::int64_t cached_top = 0;        // a past value of top, loaded with acquire
   };
@@ -375,12 +381,12 @@ class deque_state {
   auto load_top_then_bottom() const noexcept -> top_and_bottom {
     // seq_cst: Lt above; its acquire part pairs with the CAS that set top to t (a thief's or
     // the owner's), so the bottom loaded below is no older than the one that taker saw.
-    auto const t = thief_.value.top.load(std::memory_order_seq_cst);
+    auto const t = shared_.value.top.load(std::memory_order_seq_cst);
     // seq_cst: Lb above, ordered after the load of top in S; pairs with the exchange of
     // bottom and the seq_cst load of top in pop_lifo. Its acquire part pairs with the owner's
     // release stores of bottom (push): the slots below the value read, and the buffer holding them,
     // are visible.
-    auto const b = owner_.value.bottom.load(std::memory_order_seq_cst);
+    auto const b = shared_.value.bottom.load(std::memory_order_seq_cst);
     return {t, b};
   }
 
@@ -391,7 +397,7 @@ class deque_state {
   void refresh_top() noexcept {
     // acquire: pairs with the CAS of top by which takers claimed the positions below the
     // value read: their speculative slot reads happen-before we overwrite those slots.
-    owner_.value.cached_top = thief_.value.top.load(std::memory_order_acquire);
+    owner_.value.cached_top = shared_.value.top.load(std::memory_order_acquire);
   }
 
   /// Owner only. Re-reads top, then grows until positions [top, bottom + n) fit.
@@ -415,13 +421,13 @@ class deque_state {
     retired_.reserve(retired_.size() + 1);  // so that nothing below can throw
     // release: publishes the slots copied into `next`; pairs with the acquire load of the
     // buffer in steal()/steal_batch_and_pop() (CDSChecker fix: the paper's store is relaxed).
-    thief_.value.buffer.store(next.get(), std::memory_order_release);
+    shared_.value.buffer.store(next.get(), std::memory_order_release);
     own.buffer = next.release();
     // SAFETY: a thief may still read `old`; it stays allocated, unchanged, until ~deque_state.
     retired_.emplace_back(old);
   }
 
-  detail::cache_padded<thief_side> thief_;
+  detail::cache_padded<shared_side> shared_;
   detail::cache_padded<owner_side> owner_;
   detail::atomic<std::size_t> refs_{1};
   bool const fifo_;
