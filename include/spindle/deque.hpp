@@ -48,7 +48,7 @@ template <stealable T>
 class stealer;
 
 namespace detail {
-/// The executor's way past the handle to the algorithm (detail::worker_deque): its workers own
+/// The executor's way past the handle to the algorithm (worker_ctx::tasks): its workers own
 /// their deques for the executor's lifetime, so the moved-from check and the order dispatch
 /// each pop() pays are settled once, when the worker is built.
 struct deque_access;
