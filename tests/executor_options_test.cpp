@@ -2,11 +2,16 @@
 // thread names, start/stop hooks, stack size, CPU pinning, the shutdown token, the helping
 // bound of waiting workers on small stacks, and the metrics a service reads. Each test states
 // the contract it checks; misuse must fail in the constructor, before any thread starts.
+// Private joins: results, exactly-once, and the publication before every wait of the library.
 
+#include <spindle/channel.hpp>
 #include <spindle/executor.hpp>
+#include <spindle/executor_options.hpp>
 #include <spindle/task_group.hpp>
 
+#include "support/fib.hpp"
 #include "support/stolen_join.hpp"
+#include "support/tracked.hpp"
 
 #include <gtest/gtest.h>
 
@@ -340,4 +345,149 @@ TEST(ExecutorMetrics, InjectorDepthShowsWaitingTasks) {
   auto const m = ex.metrics();
   EXPECT_EQ(m.injector_depth + m.workers[0].queue_depth, 10U);
   release.store(true);
+}
+
+// Private joins (executor_options::private_joins): fork-join gives the same results, on
+// workers and from outside, at every worker count, including more workers than cores.
+TEST(PrivateJoins, FibIsExactAtEveryWorkerCount) {
+  for (std::size_t workers : {1U, 2U, 4U}) {
+    spindle::executor ex(spindle::executor_options().workers(workers).private_joins(true));
+    EXPECT_EQ(spindle_test::fib_join(ex, 22), spindle_test::fib_serial(22)) << workers;
+    auto h = ex.spawn([&ex] { return spindle_test::fib_join(ex, 20); });
+    EXPECT_EQ(h.join(), spindle_test::fib_serial(20)) << workers;
+  }
+}
+
+// Every result is built and destroyed exactly once, also when the first half throws (the
+// second still runs before the exception leaves join) and past the private end's capacity
+// (a chain of joins deeper than worker_ctx::private_capacity publishes and goes on).
+TEST(PrivateJoins, EveryJobRunsOnceThroughThrowsAndDeepChains) {
+  auto const live_before = spindle_test::tracked::live();
+  spindle::executor ex(spindle::executor_options().workers(2).private_joins(true));
+  std::atomic<int> b_runs{0};
+  std::function<std::uint64_t(int)> chain = [&](int depth) -> std::uint64_t {
+    if (depth == 0) {
+      return 0;
+    }
+    auto [left, right] = spindle::join(
+        ex, [&] { return chain(depth - 1); },
+        [&] {
+          b_runs.fetch_add(1);
+          return spindle_test::tracked(1);
+        });
+    return left + right.id();
+  };
+  EXPECT_EQ(ex.spawn([&] { return chain(200); }).join(), 200U);
+  EXPECT_EQ(chain(150), 150U);
+  EXPECT_EQ(b_runs.load(), 350);
+  auto throwing = [&] {
+    static_cast<void>(spindle::join(
+        ex, [] { throw std::runtime_error("a"); },
+        [&] {
+          b_runs.fetch_add(1);
+          return spindle_test::tracked(2);
+        }));
+  };
+  EXPECT_THROW(ex.spawn(throwing).join(), std::runtime_error);
+  EXPECT_THROW(throwing(), std::runtime_error);
+  EXPECT_EQ(b_runs.load(), 352);
+  EXPECT_EQ(spindle_test::tracked::live(), live_before);
+}
+
+namespace {
+
+/// T0 holds one worker until T1's first half releases it, so that when T1 forks nobody is
+/// idle and its `b` stays private; then `a` waits for `b` in `wait_for_b`. The join ends only
+/// if that wait published `b` to the worker T0 frees. Returns whether the join ended in time.
+template <class WaitForB, class B>
+auto first_half_waits_for_second(spindle::executor& ex, WaitForB wait_for_b, B b) -> bool {
+  std::atomic<bool> release{false};
+  std::atomic<bool> done{false};
+  ex.post([&release] {
+    while (!release.load()) {
+      std::this_thread::yield();
+    }
+  });
+  ex.post([&] {
+    static_cast<void>(spindle::join(
+        ex,
+        [&] {
+          release.store(true);
+          wait_for_b();
+        },
+        b));
+    done.store(true);
+  });
+  auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done.load();
+}
+
+}  // namespace
+
+// A private `b` is published before its worker blocks in a channel: `a` receives what `b`
+// sends (the seeded mutant join-private-hidden-in-channel-wait hangs here).
+TEST(PrivateJoins, PublishedBeforeAChannelWait) {
+  for (int round = 0; round < 20; ++round) {
+    spindle::executor ex(spindle::executor_options().workers(2).private_joins(true));
+    auto ch = spindle::bounded<int>(0);
+    auto& tx = ch.first;
+    auto& rx = ch.second;
+    ASSERT_TRUE(first_half_waits_for_second(
+        ex, [&rx] { EXPECT_EQ(rx.recv(), 5); }, [&tx] { static_cast<void>(tx.send(5)); }));
+  }
+}
+
+// ... and before its worker waits in the executor: `a` waits for a task that waits for `b`
+// (the seeded mutant join-private-hidden-in-wait hangs here).
+TEST(PrivateJoins, PublishedBeforeAnExecutorWait) {
+  for (int round = 0; round < 20; ++round) {
+    spindle::executor ex(spindle::executor_options().workers(2).private_joins(true));
+    std::atomic<bool> b_ran{false};
+    ASSERT_TRUE(first_half_waits_for_second(
+        ex,
+        [&] {
+          ex.spawn([&b_ran] {
+              while (!b_ran.load()) {
+                std::this_thread::yield();
+              }
+            }).join();
+        },
+        [&b_ran] { b_ran.store(true); }));
+  }
+}
+
+// A worker of one executor joins on another as a guest and blocks there in a channel: the
+// hook of the outer executor runs too, so the outer worker's private `b` reaches the outer
+// executor's other worker.
+TEST(PrivateJoins, GuestOfAnotherExecutorPublishesForBoth) {
+  spindle::executor outer(spindle::executor_options().workers(2).private_joins(true));
+  spindle::executor inner(spindle::executor_options().workers(1).private_joins(true));
+  for (int round = 0; round < 10; ++round) {
+    auto ch = spindle::bounded<int>(0);
+    auto& tx = ch.first;
+    auto& rx = ch.second;
+    ASSERT_TRUE(first_half_waits_for_second(
+        outer,
+        [&] {
+          auto [got, unused] = spindle::join(
+              inner, [&rx] { return rx.recv(); }, [] {});
+          static_cast<void>(unused);
+          EXPECT_EQ(got, 9);
+        },
+        [&tx] { static_cast<void>(tx.send(9)); }));
+  }
+}
+
+// Off by default: a first half that spins until its second half runs elsewhere ends (an idle
+// worker steals `b` at any time), which private joins do not promise.
+TEST(PrivateJoins, OffByDefault) {
+  EXPECT_FALSE(spindle::executor_options().private_joins());
+  spindle::executor ex(2);
+  std::atomic<bool> y_started{false};
+  std::atomic<bool> const release{true};
+  ex.spawn([&] { spindle_test::join_with_stolen_half(ex, y_started, release); }).join();
+  EXPECT_TRUE(y_started.load());
 }

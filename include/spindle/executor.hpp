@@ -430,6 +430,12 @@ auto run_as_root(executor_core& core, Fn& fn, std::size_t helpers = 0) -> stored
 
 /// rayon's join on the calling worker `w`: push `b`, run `a`, then pop `b` back and run it
 /// inline unless a thief took it, in which case help until it is done.
+///
+/// `b` goes to the private end of the worker's split deque while no other worker is idle
+/// (scheduler::push_local). If it is still there when `a` returns, it is the newest private
+/// job: every join inside `a` popped its own, spawns go to the public deque, and a
+/// publication moves every private job at once. Otherwise it was published, and the public
+/// deque is popped as rayon does.
 template <class A, class B>
 auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
     -> std::pair<stored_result_t<A>, stored_result_t<B>> {
@@ -437,6 +443,14 @@ auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
   core.push_local(w, &job_b);
   result_slot<std::invoke_result_t<A&>> ra;
   ra.run(a);
+  if (w.private_count != 0) {
+    SPINDLE_ASSERT(w.private_jobs[w.private_count - 1] == &job_b,
+                   "join's private job is not the newest one");
+    --w.private_count;
+    job_b.run_inline();
+    auto left = ra.take();
+    return {std::move(left), job_b.result.take()};
+  }
   for (;;) {
     auto popped = w.tasks.pop_lifo();
     if (!popped) {
@@ -464,6 +478,9 @@ auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
 /// workers, the caller takes a free guest slot of `ex` and joins as a worker would (see
 /// detail::run_as_root); if none is free, the whole join is injected as one task and the
 /// caller sleeps until it is done.
+///
+/// On an executor with executor_options::private_joins, `b` may stay where no thief sees it
+/// until `a` forks or waits in the library: `a` must then not wait for `b` by other means.
 ///
 /// If `a` throws, `b` still completes before the exception propagates (b may be running on
 /// another worker with references into this frame); if both throw, `a`'s exception wins.

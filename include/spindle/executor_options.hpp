@@ -97,6 +97,25 @@ class executor_options {
     return worker_cpus_;
   }
 
+  /// Private joins (default false): while every other worker is busy, spindle::join keeps its
+  /// second half `b` where no thief can see it (the private end of a split deque, as in Lace)
+  /// instead of on the worker's Chase-Lev deque, so a fork and its join cost plain loads and
+  /// stores instead of a locked instruction: fine-grained fork-join runs about twice as fast
+  /// (docs/performance.md, "Private joins"). The private jobs are published, oldest first, as
+  /// soon as the forking worker forks again while another worker searches or sleeps, and
+  /// before its thread waits in the library (a join's, task group's or join handle's wait, a
+  /// channel operation, a blocking call).
+  ///
+  /// The price is part of join's contract: `b` is not stolen while `a` runs code that neither
+  /// forks nor waits in the library. With the option on, `a` must not wait for `b` by other
+  /// means (a spin on a flag `b` sets, a std::future `b` fulfils, a mutex `b` releases): that
+  /// wait would never end. With it off (the default), an idle worker may take `b` at any time.
+  auto private_joins(bool on) -> executor_options& {
+    private_joins_ = on;
+    return *this;
+  }
+  [[nodiscard]] auto private_joins() const noexcept -> bool { return private_joins_; }
+
   /// The handler for exceptions escaping posted tasks and thread hooks; empty (the default):
   /// print a message and std::terminate.
   auto on_unhandled(unhandled_exception_handler handler) -> executor_options& {
@@ -149,6 +168,7 @@ class executor_options {
   unhandled_exception_handler on_unhandled_;
   std::size_t injector_capacity_ = 0;
   std::size_t max_blocking_threads_ = 512;
+  bool private_joins_ = false;
   std::chrono::milliseconds blocking_keep_alive_{10'000};
 };
 

@@ -11,8 +11,14 @@
 // next to locked read-modify-writes (the injector's and idle set's mutexes), which already
 // drain the buffer, so their absence would only show on a weaker memory model than the
 // scheduler executes; a missing wake, or a re-check that misses work, is caught.
+// join's split deque (executor_options::private_joins, scheduler::push_local): a join's job
+// stays private to its worker while the other workers are busy, and must be published before
+// that worker's thread waits, in a channel (detail::before_blocking) or in the executor's own
+// wait, when what it waits for depends on that job.
+#include <spindle/channel.hpp>
 #include <spindle/detail/sync/parker.hpp>
 #include <spindle/executor.hpp>
+#include <spindle/executor_options.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
 #include <spindle/task_group.hpp>
@@ -308,4 +314,62 @@ TEST(ModelExecutor, BatchInTransitIsAnnounced) {
   // and search loops make the tree too wide); tests/model/idle_test.cpp runs the protocol
   // alone, where it does.
   explore_all("T1 waits for T2 moved in one batch", 111, 500, first_waits_for_second);
+}
+
+namespace {
+
+/// T0 holds one worker on a gate until T1 opens it, so that when T1 forks no worker searches
+/// or sleeps and `b` goes to the private end of T1's worker. T1's `a` opens the gate, then
+/// waits for `b` in `wait_for_b`: every thread but the other worker waits, so `b` runs only if
+/// the wait published it.
+template <class WaitForB, class B>
+void join_whose_first_half_waits_for_the_second(WaitForB wait_for_b, B b) {
+  parker gate;
+  parker done;
+  model::plain<int> ran;
+  executor ex(spindle::executor_options().workers(2).private_joins(true));
+  ex.post([&gate] { gate.park(); });
+  ex.post([&] {
+    static_cast<void>(spindle::join(
+        ex,
+        [&] {
+          gate.unpark();
+          wait_for_b(ex);
+        },
+        [&] {
+          ran.set(ran.get() + 1);
+          b();
+        }));
+    done.unpark();
+  });
+  done.park();
+  // The race detector checks that b's write happens-before the join's return.
+  model::check(ran.get() == 1, "b did not run exactly once");
+}
+
+}  // namespace
+
+TEST(ModelExecutor, JoinPublishesItsPrivateJobBeforeAChannelWait) {
+  // a receives what b sends: a's worker blocks in the channel, so b must be published before
+  // (the seeded mutant join-private-hidden-in-channel-wait deadlocks here).
+  explore_all("join: a receives from b", 121, 400, [] {
+    auto ch = spindle::bounded<int>(1);
+    auto& tx = ch.first;
+    auto& rx = ch.second;
+    join_whose_first_half_waits_for_the_second(
+        [&rx](executor&) { model::check(rx.recv() == 7, "a did not receive b's value"); },
+        [&tx] { static_cast<void>(tx.send(7)); });
+  });
+}
+
+TEST(ModelExecutor, JoinPublishesItsPrivateJobBeforeAnExecutorWait) {
+  // a spawns S and waits for it (help-first); S waits on a gate only b opens. Unless a's wait
+  // publishes b, its worker finds nothing to help with and sleeps while b is private (the
+  // seeded mutant join-private-hidden-in-wait deadlocks here).
+  explore_all("join: a waits for a task that waits for b", 131, 400, [] {
+    parker s_gate;
+    join_whose_first_half_waits_for_the_second(
+        [&s_gate](executor& ex) { ex.spawn([&s_gate] { s_gate.park(); }).join(); },
+        [&s_gate] { s_gate.unpark(); });
+  });
 }

@@ -3,12 +3,14 @@
 //   spindle-bench executor [--runs R] [--json] [--workers N] [--fib N]
 //
 // Scenarios (each run interleaves every implementation, so drift hits all rows alike):
-//   fib       fib(N) forking at every call: spindle::join, spindle::task_group, spindle::join
-//             with a serial cutoff, tbb::task_group, OpenMP tasks; serial fib in the same run.
+//   fib       fib(N) forking at every call: spindle::join (on a default executor and on one
+//             with private joins), spindle::task_group, spindle::join with a serial cutoff,
+//             tbb::task_group, OpenMP tasks; serial fib in the same run.
 //   spawn     one outside thread submits 1,000,000 empty tasks and waits for all of them:
 //             spindle post / task_group / spawn+join vs tbb::task_group::run and
 //             tbb::task_arena::enqueue.
-//   for       a trivial loop body over 10,000,000 elements: spindle::parallel_for vs
+//   for       a trivial loop body over 10,000,000 elements: spindle::parallel_for (also with
+//             private joins) vs
 //             tbb::parallel_for and `omp parallel for`; serial in the same run.
 //   idle      CPU time burned by an idle executor of 2 workers over 2 s (getrusage).
 // Every scenario checks its result (fib value, task count, element checksum) and fails loudly
@@ -22,6 +24,7 @@
 #include "sweep.hpp"
 
 #include <spindle/executor.hpp>
+#include <spindle/executor_options.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/task_group.hpp>
 
@@ -30,6 +33,7 @@
 #include <cstdint>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -244,16 +248,27 @@ auto run_executor(std::span<char const* const> args) -> int {
   // ---- fib ----
   std::uint64_t const fib_expected = fib_serial(fib_n);
   row f_join{"spindle join", "fork at every call, no allocation", {}};
+  row f_private{"spindle join, private joins",
+                "as spindle join, on an executor with executor_options::private_joins",
+                {}};
   row f_group{"spindle task_group", "fork at every call, one node per spawn", {}};
   row f_cut{"spindle join, cutoff n<20", "serial below 20", {}};
   row f_serial{"serial", "the floor", {}};
   row f_tbb{"oneTBB task_group", "fork at every call", {}};
   row f_omp{"OpenMP task", "fork at every call (at most 3 runs)", {}};
   int const fib_runs = want("fib") ? runs : 0;
+  int const for_runs = want("for") ? runs : 0;
+  // join and parallel_for again on an executor with private joins (executor_options.hpp).
+  std::optional<spindle::executor> ex_private;
+  if (fib_runs > 0 || for_runs > 0) {
+    ex_private.emplace(spindle::executor_options().workers(workers).private_joins(true));
+  }
   for (int r = 0; r < fib_runs; ++r) {
     std::uint64_t v = 0;
     f_join.sample.push_back(time_ms([&] { v = fib_join(ex, fib_n); }));
     check(v == fib_expected, "spindle join fib");
+    f_private.sample.push_back(time_ms([&] { v = fib_join(*ex_private, fib_n); }));
+    check(v == fib_expected, "spindle private joins fib");
     f_serial.sample.push_back(time_ms([&] { v = fib_serial(fib_n); }));
     check(v == fib_expected, "serial fib");
     f_cut.sample.push_back(time_ms([&] { v = fib_join_cutoff(ex, fib_n); }));
@@ -272,7 +287,7 @@ auto run_executor(std::span<char const* const> args) -> int {
     }
 #endif
   }
-  std::vector<row> fib_rows{f_join, f_group, f_cut, f_serial};
+  std::vector<row> fib_rows{f_join, f_private, f_group, f_cut, f_serial};
 #if defined(SPINDLE_HAVE_TBB)
   fib_rows.push_back(f_tbb);
 #endif
@@ -314,9 +329,11 @@ auto run_executor(std::span<char const* const> args) -> int {
   }
 
   // ---- parallel_for ----
-  int const for_runs = want("for") ? runs : 0;
   loop_data data(for_runs > 0 ? elems : 0);
   row p_spindle{"spindle parallel_for", "grain 1, adaptive splitting", {}};
+  row p_private{"spindle parallel_for, private joins",
+                "grain 1, on an executor with executor_options::private_joins",
+                {}};
   row p_spindle_g{"spindle parallel_for grain 4096", "", {}};
   row p_serial{"serial", "the same loop", {}};
   row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
@@ -324,6 +341,7 @@ auto run_executor(std::span<char const* const> args) -> int {
   for (int r = 0; r < for_runs; ++r) {
     p_serial.sample.push_back(for_serial(data));
     p_spindle.sample.push_back(for_spindle(ex, data));
+    p_private.sample.push_back(for_spindle(*ex_private, data));
     p_spindle_g.sample.push_back(for_spindle_grain(ex, data));
 #if defined(SPINDLE_HAVE_TBB)
     p_tbb.sample.push_back(for_tbb(arena, data));
@@ -332,7 +350,8 @@ auto run_executor(std::span<char const* const> args) -> int {
     p_omp.sample.push_back(for_omp(threads, data));
 #endif
   }
-  std::vector<row> for_rows{p_spindle, p_spindle_g, p_serial};
+  ex_private.reset();
+  std::vector<row> for_rows{p_spindle, p_private, p_spindle_g, p_serial};
 #if defined(SPINDLE_HAVE_TBB)
   for_rows.push_back(p_tbb);
 #endif

@@ -119,6 +119,7 @@ class executor_core final : public scheduler, public resume_target {
         blocking_(blocking_options(opts, workers)) {
     check_thread_settings(opts.stack_size(), opts.worker_cpus());
     injector_capacity_ = opts.injector_capacity();
+    private_joins_ = opts.private_joins();
     threads_.reserve(workers);
     // relaxed: no worker runs yet; the thread start publishes it.
     started_.store(workers, std::memory_order_relaxed);
@@ -179,6 +180,9 @@ class executor_core final : public scheduler, public resume_target {
       }
       g.previous = current_worker;
       current_worker = &g;
+      // A guest blocking in a channel wait publishes its private join jobs first, then lets
+      // the executor the thread works for otherwise (if any) do the same with its own.
+      g.outer_hook = std::exchange(current_blocking_hook, blocking_hook{&guest_blocking_thunk, &g});
       return &g;
     }
     return nullptr;
@@ -203,6 +207,8 @@ class executor_core final : public scheduler, public resume_target {
   /// submitted and did not join stay in its deque, where workers steal them (they were
   /// announced by (N1) when pushed, and work_visible() looks at guest deques).
   void leave_guest(worker_ctx& g) noexcept {
+    SPINDLE_ASSERT(g.private_count == 0, "a guest left with a join job it did not pop");
+    current_blocking_hook = std::exchange(g.outer_hook, blocking_hook{});
     current_worker = g.previous;
     g.previous = nullptr;
     release_guest(g);
@@ -212,6 +218,15 @@ class executor_core final : public scheduler, public resume_target {
   /// other thread sleeps.
   void wait(completion& done) noexcept {
     if (worker_ctx* const w = local()) {
+      // What `done` waits for may be a join job still private to this thread (a task group
+      // inside a join's first half waiting for a task the second half releases, say): offered
+      // to thieves before this thread may sleep.
+      publish_before_waiting(*w);
+      if (w->guest && w->outer_hook.fn != nullptr) [[unlikely]] {
+        // A worker of another executor, here as a guest: what that executor's worker holds
+        // back from its thieves must not sleep with this thread either.
+        w->outer_hook.fn(w->outer_hook.arg);
+      }
       if (w->guest) {
         wait_as_guest(*w, done);
         return;
@@ -472,7 +487,7 @@ class executor_core final : public scheduler, public resume_target {
     w.help_floor = help_floor_of_this_thread();
     run_hook(on_thread_start_, w.index);
     current_worker = &w;
-    current_blocking_hook = blocking_hook{&flush_next_thunk, &w};
+    current_blocking_hook = blocking_hook{&before_blocking_thunk, &w};
     while (task* t = next_task(w, nullptr)) {
       run(w, t);
     }
@@ -493,9 +508,17 @@ class executor_core final : public scheduler, public resume_target {
     }
   }
 
-  static void flush_next_thunk(void* arg) noexcept {
+  static void before_blocking_thunk(void* arg) noexcept {
     auto& w = *static_cast<worker_ctx*>(arg);
-    w.core->flush_next(w);
+    w.core->before_blocking(w);
+  }
+
+  static void guest_blocking_thunk(void* arg) noexcept {
+    auto& g = *static_cast<worker_ctx*>(arg);
+    g.core->before_blocking(g);
+    if (g.outer_hook.fn != nullptr) {
+      g.outer_hook.fn(g.outer_hook.arg);
+    }
   }
 
   void release_guest(worker_ctx& g) noexcept {

@@ -101,6 +101,13 @@ class idle_set {
     return searching(s) == 0 && sleeping(s) != 0;
   }
 
+  /// Whether any worker searches or sleeps: one that may take a task pushed now. A hint for
+  /// join's choice between its private and public end (scheduler::push_local).
+  [[nodiscard]] auto anyone_idle() const noexcept -> bool {
+    // relaxed: a hint; a stale answer costs parallelism, never progress (push_local).
+    return state_.value.load(std::memory_order_relaxed) != 0;
+  }
+
   /// Wakes one sleeper and counts it as searching. Returns false when nobody sleeps.
   auto wake_one() noexcept -> bool {
     std::size_t id = 0;

@@ -169,16 +169,86 @@ class scheduler {
     }
   }
 
-  /// join's push: onto the calling worker's own deque, waking a sleeper if nobody searches.
-  void push_local(worker_ctx& w, task* t) {
+  /// join's push. Onto `w`'s public deque, waking a sleeper if nobody searches. No (N1)
+  /// fence: join's owner pops the job back itself unless a thief took it, so a missed wake
+  /// costs parallelism, never progress (rayon makes the same trade for its local jobs). A
+  /// fence per fork would cost about as much as the rest of the fork.
+  ///
+  /// With executor_options::private_joins on, and while every other worker is busy (none
+  /// searches, none sleeps: one relaxed load of the idle set's state word), the job goes to
+  /// the private end of `w`'s split deque instead (worker_ctx::private_jobs), with plain
+  /// stores, and join pops it back with plain loads: no thief can reach it, so neither side
+  /// needs the store-load ordering of the Chase-Lev take. Once somebody may want work, the
+  /// next fork moves every private job to the public deque, oldest first, and pushes its own
+  /// after them.
+  ///
+  /// This is the split deque of Lace (van Dijk and van de Pol, "Lace: non-blocking split
+  /// deque for work-stealing", Euro-Par 2014 workshops), with the idle set's state word in
+  /// place of Lace's per-deque steal request flag: a worker that runs out of work searches,
+  /// and a searcher (or a sleeper) is what makes the next fork publish. A private job is
+  /// published late only while its owner runs code that neither forks nor waits; the owner
+  /// always runs it itself in the end, so the delay costs parallelism, never progress, unless
+  /// that code blocks its thread. publish_before_waiting() covers every wait of the library
+  /// (a join's or task group's wait, a channel's, a blocking call through blocking_hook), and
+  /// the option's contract (executor_options.hpp) forbids `a` to wait for `b` by other means.
+  /// That contract is why the option is off by default: a thief cannot take a private job
+  /// without its owner's help, which Lace gets by polling and the owner here gives only at a
+  /// fork or a wait.
+  /// Throws: std::bad_alloc when the deque cannot grow (t is not queued).
+  SPINDLE_ALWAYS_INLINE void push_local(worker_ctx& w, task* t) {
     t->isolation = current_isolation;
+    if (private_joins_) {
+      if (w.private_count < worker_ctx::private_capacity && !idle_.anyone_idle()) {
+        w.private_jobs[w.private_count++] = t;
+        return;
+      }
+      if (w.private_count != 0) {
+        publish_private(w);
+      }
+    }
     w.tasks.push(t);
-    // No (N1) fence here: join's owner pops the job back itself unless a thief took it, so a
-    // missed wake costs parallelism, never progress (rayon makes the same trade for its
-    // local jobs). A fence per fork would cost about as much as the rest of the fork.
     if (idle_.should_wake()) [[unlikely]] {
       idle_.wake_one();
     }
+  }
+
+  /// Moves `w`'s private join jobs to its public deque, oldest first, where thieves can take
+  /// them; announces nothing (the callers do). Called by the owning thread only. A job the
+  /// deque cannot take (it failed to grow) runs here instead, as in push_announced().
+  [[gnu::noinline]] void publish_private(worker_ctx& w) noexcept {
+    std::uint32_t const n = std::exchange(w.private_count, 0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      task* const t = w.private_jobs[i];
+      try {
+        w.tasks.push(t);
+      } catch (...) {
+        run(w, t);
+      }
+    }
+  }
+
+  /// Before the calling thread (a worker or a guest on slot `w`) waits: its private join jobs
+  /// go to its deque with the (N1) wake-up, so that a job a waiter depends on is never hidden
+  /// from the workers that could run it while its owner sleeps.
+  void publish_before_waiting(worker_ctx& w) noexcept {
+    if (w.private_count == 0) [[likely]] {
+      return;
+    }
+    publish_private(w);
+    // (N1) fence: the jobs are in the deque before we look for sleepers; pairs with the fence
+    // after (P1) in park() (detail/executor/idle_set.hpp).
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
+  }
+
+  /// Everything the calling thread holds back from thieves (its `next` slot, its private join
+  /// jobs) goes to its deque, announced: called through detail::before_blocking when the
+  /// thread is about to block outside the scheduler (a channel wait, a blocking call).
+  void before_blocking(worker_ctx& w) noexcept {
+    flush_next(w);
+    publish_before_waiting(w);
   }
 
   /// Runs a task popped by the calling worker, inside the isolation region it was queued in
@@ -195,6 +265,17 @@ class scheduler {
     current_isolation = saved;
   }
 
+  /// At a quiescent point (every thread waits): whether a thread waits while a join job of
+  /// its own is still private, where no other worker can run it.
+  [[nodiscard]] auto private_jobs_stranded() const noexcept -> char const* {
+    for (auto const& w : ctxs_) {
+      if (w->private_count != 0) {
+        return "a join's job stays private while its owner's thread waits";
+      }
+    }
+    return nullptr;
+  }
+
   /// The no-lost-wake-up property of the idle protocol as a checkable invariant: what breaks
   /// it, or nullptr. It holds whenever every thread is blocked (waiting to be woken): then no
   /// task waits in a queue another worker can take from while some worker sleeps and nobody
@@ -202,7 +283,11 @@ class scheduler {
   /// not hold (a parking worker is counted asleep before its re-check). The model tests check
   /// it at every quiescent point (tests/model/liveness_test.cpp). A coroutine resumption in a
   /// worker's `next` slot is not counted: only its owner takes it, after the running task.
+  /// Nor may a thread wait while it holds a private join job (push_local): it is checked first.
   [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
+    if (char const* const stranded = private_jobs_stranded()) {
+      return stranded;
+    }
     // acquire: as the other loads of terminated_ (pairs with the release store in
     // try_terminate()); at a quiescent point every store has long been visible anyway.
     if (terminated_.load(std::memory_order_acquire) || idle_.sleeping_count() == 0 ||
@@ -700,6 +785,9 @@ class scheduler {
   // The bound on tasks queued from outside (executor_options::injector_capacity); 0: none.
   // Set before any thread starts.
   std::size_t injector_capacity_ = 0;
+  // executor_options::private_joins: whether push_local may keep a job private. Set before
+  // any thread starts.
+  bool private_joins_ = false;
   // Bounded injector only: tasks in the injector (places taken), outside submitters asleep
   // on a full injector, and the futex word they sleep on (bumped whenever a worker that gives
   // places back sees a waiter, and at shutdown). See (R1)/(R2).

@@ -6,7 +6,9 @@
 // Synchronization:
 //   deque          the owner side is used by the worker (or the guest holding the slot) only;
 //                  the stealer side by every other worker (detail/deque/deque_state.hpp).
-//   next, next_streak, tick, rng, searching, previous, help_floor  the owning thread only.
+//   next, next_streak, tick, rng, searching, previous, outer_hook, help_floor, private_jobs,
+//   private_count  the owning thread only (lost_wake_up() reads private_count at a quiescent
+//                  point of the model checker, when no thread runs).
 //   counters       written by the owner (relaxed), read by executor_core::stats() (relaxed).
 //   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
 //                  back (hands the slot's deque and parker from one guest to the next).
@@ -14,10 +16,12 @@
 #include <spindle/deque.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/blocking_hook.hpp>
 #include <spindle/detail/sync/cache_padded.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/parker.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -56,6 +60,14 @@ struct worker_ctx {
   // hands the worker over without a queue round trip or a wake-up of another worker. See
   // scheduler::push_resumed for the limits that keep it live.
   task* next = nullptr;
+  // join's jobs that no thief can see yet (the private end of a split deque; see
+  // scheduler::push_local): [0, private_count) in push order, each newer than everything the
+  // thread's joins pushed to `deque` before it. The owner pushes and pops them with plain
+  // memory accesses, and publishes them to `deque` (oldest first) when another worker may
+  // want work or before its thread waits (scheduler::publish_private).
+  static constexpr std::uint32_t private_capacity = 64;
+  std::uint32_t private_count = 0;
+  std::array<task*, private_capacity> private_jobs{};
   std::uint32_t next_streak = 0;
   std::uint32_t tick = 0;
   std::uint32_t rng;
@@ -64,8 +76,10 @@ struct worker_ctx {
   // Workers only: below this stack address a waiting worker stops helping with other tasks
   // (executor_core.hpp, "Helping depth"); 0: no bound.
   std::uintptr_t help_floor = 0;
-  // Guests only: the calling thread's current_worker before it entered the slot.
+  // Guests only: the calling thread's current_worker and blocking hook before it entered the
+  // slot (the hook of the executor the thread is a worker of, if any).
   worker_ctx* previous = nullptr;
+  blocking_hook outer_hook{};
   // The parker this context's thread sleeps on: the idle set's for a worker, guest_parker for
   // a guest slot (set by the scheduler when it builds the context).
   parker* sleeper = nullptr;
