@@ -9,7 +9,8 @@
 //   make_consumer() -> object with pop(u64&) -> bool; false means end of stream.
 //   seal()          called once after every handle is made and before the start gate opens.
 // The static members `key` (for --only), `name`, `note` and `fifo` (whether per-producer FIFO
-// holds for each consumer, and the harness checks it) describe the row.
+// holds for each consumer, and the harness checks it) describe the row; an adapter with
+// `single_producer_single_consumer` is listed only where the scenario has one of each.
 //
 // End of stream. spindle uses its natural API: each producer owns a sender, the last sender
 // destroyed closes the channel, and recv() returns nullopt once it is drained. The mutex
@@ -193,6 +194,79 @@ class spindle_channel {
 
  private:
   std::optional<std::pair<spindle::sender<u64>, spindle::receiver<u64>>> ends_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// A bare single-producer single-consumer ring: the floor a channel with one sender and one
+// receiver is measured against (issue 15 quotes a bare ring's figure as the SPSC target).
+// Lamport's ring (Lamport, "Specifying concurrent program modules", TOPLAS 1983) with two
+// monotonic indices on lines of their own, each side keeping a copy of the other's index and
+// re-reading it only when the ring looks full (producer) or empty (consumer), as Rigtorp's
+// SPSCQueue does. No close, no blocking: it spins with a pause, then yields, and stops by
+// count. Only the spsc and pingpong scenarios (one producer, one consumer) list it.
+
+class bare_spsc_ring {
+ public:
+  static constexpr std::string_view key = "bare-spsc";
+  static constexpr std::string_view name = "bare SPSC ring";
+  static constexpr bool fifo = true;
+  static constexpr bool single_producer_single_consumer = true;
+
+  static auto note(std::size_t /*capacity*/) -> std::string {
+    return "SPINNING (pause, then yield); one producer, one consumer; no close; stop by count";
+  }
+
+  bare_spsc_ring(std::size_t capacity, u64 total)
+      : slots_(std::bit_ceil(std::max<std::size_t>(capacity, 1))),
+        mask_(slots_.size() - 1),
+        end_(total) {}
+
+  void wait_push(u64 v) {
+    // relaxed: only this producer writes tail_.
+    u64 const t = tail_.load(std::memory_order_relaxed);
+    spin_then_yield backoff;
+    while (t - head_seen_ == slots_.size()) {
+      // acquire: pairs with the consumer's release store of head_: its read of the slot we
+      // are about to overwrite is done.
+      head_seen_ = head_.load(std::memory_order_acquire);
+      if (t - head_seen_ == slots_.size()) {
+        backoff.wait();
+      }
+    }
+    slots_[t & mask_] = v;
+    // release: publishes the slot to the consumer's acquire load of tail_.
+    tail_.store(t + 1, std::memory_order_release);
+  }
+
+  void wait_pop(u64& out) {
+    // relaxed: only this consumer writes head_.
+    u64 const h = head_.load(std::memory_order_relaxed);
+    spin_then_yield backoff;
+    while (h == tail_seen_) {
+      // acquire: pairs with the producer's release store of tail_.
+      tail_seen_ = tail_.load(std::memory_order_acquire);
+      if (h == tail_seen_) {
+        backoff.wait();
+      }
+    }
+    out = slots_[h & mask_];
+    // release: our read of the slot happens-before the producer reuses it.
+    head_.store(h + 1, std::memory_order_release);
+  }
+
+  auto end() -> counted_end& { return end_; }
+  auto make_producer() -> plain_producer<bare_spsc_ring> { return plain_producer(*this); }
+  auto make_consumer() -> counted_consumer<bare_spsc_ring> { return counted_consumer(*this); }
+  void seal() {}
+
+ private:
+  std::vector<u64> slots_;
+  std::size_t mask_;
+  alignas(128) std::atomic<u64> tail_{0};  // written by the producer
+  u64 head_seen_ = 0;                      // the producer's copy of head_
+  alignas(128) std::atomic<u64> head_{0};  // written by the consumer
+  u64 tail_seen_ = 0;                      // the consumer's copy of tail_
+  alignas(128) counted_end end_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -609,6 +683,7 @@ void for_each_channel_impl(Visit&& visit) {
   visit.template operator()<spindle_channel<true>>();
   visit.template operator()<spindle_channel<false>>();
   visit.template operator()<mutex_queue>();
+  visit.template operator()<bare_spsc_ring>();
 #if defined(SPINDLE_HAVE_MOODYCAMEL)
   visit.template operator()<moodycamel_queue>();
 #endif

@@ -203,12 +203,26 @@ struct impl {
   std::function<double(workload const&)> throughput;
   std::function<double(u64)> pingpong;
   std::function<double(std::chrono::milliseconds)> idle;
+  bool spsc_only = false;  // a queue for one producer and one consumer only
 };
 
 template <class Q>
 auto make_impl() -> impl {
-  return {std::string(Q::key), std::string(Q::name), &Q::note,
-          &run_throughput<Q>,  &run_pingpong<Q>,     &run_idle<Q>};
+  bool spsc_only = false;
+  if constexpr (requires { Q::single_producer_single_consumer; }) {
+    spsc_only = Q::single_producer_single_consumer;
+  }
+  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_throughput<Q>,
+          &run_pingpong<Q>,    &run_idle<Q>,         spsc_only};
+}
+
+/// The implementations that fit a workload of `producers` and `consumers` threads.
+auto fitting(std::vector<impl> impls, int producers, int consumers) -> std::vector<impl> {
+  if (producers == 1 && consumers == 1) {
+    return impls;
+  }
+  std::erase_if(impls, [](impl const& i) { return i.spsc_only; });
+  return impls;
 }
 
 auto all_impls() -> std::vector<impl> {
@@ -250,7 +264,7 @@ struct settings {
 };
 
 void throughput_scenario(std::string const& label, workload const& w, settings const& s) {
-  auto impls = select_impls(s.only);
+  auto impls = fitting(select_impls(s.only), w.producers, w.consumers);
   auto rows = interleave(impls, s.runs, w.capacity, [&](impl const& i) { return i.throughput(w); });
   std::ostringstream title;
   title << "channel " << label << ": " << w.producers << " producers / " << w.consumers

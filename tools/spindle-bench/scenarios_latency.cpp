@@ -325,11 +325,16 @@ struct impl {
   std::string name;
   std::function<std::string(std::size_t)> note;
   std::function<run_result(shape const&, u64, double)> run;
+  bool spsc_only = false;  // a queue for one producer and one consumer only
 };
 
 template <class Q>
 auto make_impl() -> impl {
-  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_once<Q>};
+  bool spsc_only = false;
+  if constexpr (requires { Q::single_producer_single_consumer; }) {
+    spsc_only = Q::single_producer_single_consumer;
+  }
+  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_once<Q>, spsc_only};
 }
 
 auto all_impls() -> std::vector<impl> {
@@ -603,6 +608,9 @@ auto run_latency(std::span<char const* const> args) -> int {
   }
 
   auto impls = select_impls(o.get_string("only", ""));
+  if (s.producers != 1 || s.consumers != 1) {
+    std::erase_if(impls, [](impl const& i) { return i.spsc_only; });
+  }
   std::vector<latency_row> rows;
   for (auto const& i : impls) {
     rows.push_back({i.key, i.name, i.note(s.capacity), 0, {}});
