@@ -33,7 +33,9 @@ struct worker_metrics {
   /// Time awake since the worker started: running tasks, looking for them, or spinning
   /// before a sleep (uptime - parked_time).
   std::chrono::nanoseconds busy_time{0};
-  std::size_t queue_depth = 0;  ///< tasks in its deque now (approximate)
+  /// Tasks in its deque now (approximate). Join jobs kept private (executor_options::
+  /// private_joins) are not counted: no other worker could take them.
+  std::size_t queue_depth = 0;
 };
 
 /// What executor::metrics() reports: a relaxed snapshot, exact once the executor is idle.

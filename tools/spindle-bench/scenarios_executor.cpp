@@ -387,6 +387,7 @@ struct sweep_context {
   }
 
   spindle::executor ex;
+  std::optional<spindle::executor> ex_private;  // executor_options::private_joins; fib only
 #if defined(SPINDLE_HAVE_TBB)
   tbb::global_control tbb_threads;
   tbb::task_arena arena;
@@ -416,6 +417,14 @@ auto executor_sweep_impls(std::string_view scenario, std::size_t workers,
       check(v == expected, "spindle join fib");
       return ms;
     });
+    ctx->ex_private.emplace(spindle::executor_options().workers(workers).private_joins(true));
+    add("spindle join, private joins", "fork at every call, executor_options::private_joins",
+        sweep_family::spindle, [ctx, n, expected] {
+          std::uint64_t v = 0;
+          double const ms = time_ms([&] { v = fib_join(*ctx->ex_private, n); });
+          check(v == expected, "spindle private joins fib");
+          return ms;
+        });
     add("spindle task_group", "fork at every call, one node per spawn", sweep_family::spindle,
         [ctx, n, expected] {
           std::uint64_t v = 0;
