@@ -19,7 +19,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -398,31 +401,42 @@ namespace {
 
 /// T0 holds one worker until T1's first half releases it, so that when T1 forks nobody is
 /// idle and its `b` stays private; then `a` waits for `b` in `wait_for_b`. The join ends only
-/// if that wait published `b` to the worker T0 frees. Returns whether the join ended in time.
+/// if that wait published `b` to the worker T0 frees. Returns once both tasks are done; if the
+/// join has not ended after 20 s, the test aborts with a message (the tasks still refer to the
+/// caller's frame, so it cannot return).
 template <class WaitForB, class B>
-auto first_half_waits_for_second(spindle::executor& ex, WaitForB wait_for_b, B b) -> bool {
-  std::atomic<bool> release{false};
-  std::atomic<bool> done{false};
-  ex.post([&release] {
-    while (!release.load()) {
+void first_half_waits_for_second(spindle::executor& ex, WaitForB wait_for_b, B b) {
+  struct flags {
+    std::atomic<bool> release{false};
+    std::atomic<bool> t0_done{false};
+    std::atomic<bool> t1_done{false};
+  };
+  auto const f = std::make_shared<flags>();
+  ex.post([f] {
+    while (!f->release.load()) {
       std::this_thread::yield();
     }
+    f->t0_done.store(true);
   });
-  ex.post([&] {
+  ex.post([&ex, f, wait_for_b, b] {
     static_cast<void>(spindle::join(
         ex,
         [&] {
-          release.store(true);
+          f->release.store(true);
           wait_for_b();
         },
         b));
-    done.store(true);
+    f->t1_done.store(true);
   });
   auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!done.load() && std::chrono::steady_clock::now() < until) {
+  while (!(f->t0_done.load() && f->t1_done.load())) {
+    if (std::chrono::steady_clock::now() > until) {
+      std::fputs("first_half_waits_for_second: the join did not end in 20 s (b stayed private)\n",
+                 stderr);
+      std::abort();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return done.load();
 }
 
 }  // namespace
@@ -435,8 +449,8 @@ TEST(PrivateJoins, PublishedBeforeAChannelWait) {
     auto ch = spindle::bounded<int>(0);
     auto& tx = ch.first;
     auto& rx = ch.second;
-    ASSERT_TRUE(first_half_waits_for_second(
-        ex, [&rx] { EXPECT_EQ(rx.recv(), 5); }, [&tx] { static_cast<void>(tx.send(5)); }));
+    first_half_waits_for_second(
+        ex, [&rx] { EXPECT_EQ(rx.recv(), 5); }, [&tx] { static_cast<void>(tx.send(5)); });
   }
 }
 
@@ -446,7 +460,7 @@ TEST(PrivateJoins, PublishedBeforeAnExecutorWait) {
   for (int round = 0; round < 20; ++round) {
     spindle::executor ex(spindle::executor_options().workers(2).private_joins(true));
     std::atomic<bool> b_ran{false};
-    ASSERT_TRUE(first_half_waits_for_second(
+    first_half_waits_for_second(
         ex,
         [&] {
           ex.spawn([&b_ran] {
@@ -455,7 +469,7 @@ TEST(PrivateJoins, PublishedBeforeAnExecutorWait) {
               }
             }).join();
         },
-        [&b_ran] { b_ran.store(true); }));
+        [&b_ran] { b_ran.store(true); });
   }
 }
 
@@ -469,7 +483,7 @@ TEST(PrivateJoins, GuestOfAnotherExecutorPublishesForBoth) {
     auto ch = spindle::bounded<int>(0);
     auto& tx = ch.first;
     auto& rx = ch.second;
-    ASSERT_TRUE(first_half_waits_for_second(
+    first_half_waits_for_second(
         outer,
         [&] {
           auto [got, unused] = spindle::join(
@@ -477,7 +491,7 @@ TEST(PrivateJoins, GuestOfAnotherExecutorPublishesForBoth) {
           static_cast<void>(unused);
           EXPECT_EQ(got, 9);
         },
-        [&tx] { static_cast<void>(tx.send(9)); }));
+        [&tx] { static_cast<void>(tx.send(9)); });
   }
 }
 
