@@ -205,6 +205,16 @@ class spindle_channel {
 // SPSCQueue does. No close, no blocking: it spins with a pause, then yields, and stops by
 // count. Only the spsc and pingpong scenarios (one producer, one consumer) list it.
 
+/// Whether adapter `Q` serves one producer and one consumer only (it declares
+/// `single_producer_single_consumer`): the scenarios with more threads leave it out.
+template <class Q>
+constexpr auto single_producer_single_consumer() -> bool {
+  if constexpr (requires { Q::single_producer_single_consumer; }) {
+    return Q::single_producer_single_consumer;
+  }
+  return false;
+}
+
 class bare_spsc_ring {
  public:
   static constexpr std::string_view key = "bare-spsc";

@@ -208,12 +208,13 @@ struct impl {
 
 template <class Q>
 auto make_impl() -> impl {
-  bool spsc_only = false;
-  if constexpr (requires { Q::single_producer_single_consumer; }) {
-    spsc_only = Q::single_producer_single_consumer;
-  }
-  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_throughput<Q>,
-          &run_pingpong<Q>,    &run_idle<Q>,         spsc_only};
+  return {std::string(Q::key),
+          std::string(Q::name),
+          &Q::note,
+          &run_throughput<Q>,
+          &run_pingpong<Q>,
+          &run_idle<Q>,
+          single_producer_single_consumer<Q>()};
 }
 
 /// The implementations that fit a workload of `producers` and `consumers` threads.

@@ -330,11 +330,8 @@ struct impl {
 
 template <class Q>
 auto make_impl() -> impl {
-  bool spsc_only = false;
-  if constexpr (requires { Q::single_producer_single_consumer; }) {
-    spsc_only = Q::single_producer_single_consumer;
-  }
-  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_once<Q>, spsc_only};
+  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_once<Q>,
+          single_producer_single_consumer<Q>()};
 }
 
 auto all_impls() -> std::vector<impl> {
