@@ -4,8 +4,9 @@
 //     growable storage) when SPINDLE_HAVE_XENIUM is defined;
 //   - push then steal from one thread (the steal protocol's own cost, no cache misses);
 //   - a steal from an empty deque (what an idle thief polling its victims pays);
-//   - one owner pushing and one thief stealing (items/s), the same with batch steals (xenium
-//     has none: its batch row takes up to 32 items by single steals);
+//   - one owner pushing and one thief stealing (items/s), the same with batch steals, into
+//     the thief's own deque (steal_batch_and_pop) and into a span (steal_batch); xenium has
+//     none: its batch row takes up to 32 items by single steals;
 //   - the cost of the store->load barrier in pop: store + seq_cst fence against an exchange.
 // Every run of the two-thread benchmarks checks that each item was taken exactly once and calls
 // SkipWithError instead of reporting a figure when it was not.
@@ -16,6 +17,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -117,6 +119,27 @@ struct mutex_peer {
 
 using spindle_peer = spindle_peer_in<spindle::deque_order::lifo>;
 using spindle_fifo_peer = spindle_peer_in<spindle::deque_order::fifo>;
+
+// The same deques, with the thief's batch taken by steal_batch into a span of 33 (the most
+// steal_batch_and_pop takes): the thief runs the items itself, no deque of its own between.
+template <spindle::deque_order Order>
+struct spindle_span_peer_in : spindle_peer_in<Order> {
+  template <class Fn>
+  auto take_batch(Fn&& fn) -> bool {
+    std::array<std::uint32_t, 33> batch{};
+    for (;;) {
+      auto const r = this->thief.steal_batch(batch);
+      for (std::size_t i = 0; i < r.count; ++i) {
+        fn(batch[i]);
+      }
+      if (!r.is_retry()) {
+        return r.is_success();
+      }
+    }
+  }
+};
+using spindle_span_peer = spindle_span_peer_in<spindle::deque_order::lifo>;
+using spindle_fifo_span_peer = spindle_span_peer_in<spindle::deque_order::fifo>;
 
 #if defined(SPINDLE_HAVE_XENIUM)
 auto index_table() -> std::vector<std::uint32_t>& {
@@ -407,6 +430,12 @@ BENCHMARK(owner_and_thief<spindle_peer, true>)
     ->UseRealTime();
 BENCHMARK(owner_and_thief<spindle_fifo_peer, true>)
     ->Name("owner_and_batch_thief/spindle_fifo_owner")
+    ->UseRealTime();
+BENCHMARK(owner_and_thief<spindle_span_peer, true>)
+    ->Name("owner_and_batch_thief/spindle_steal_batch_span")
+    ->UseRealTime();
+BENCHMARK(owner_and_thief<spindle_fifo_span_peer, true>)
+    ->Name("owner_and_batch_thief/spindle_fifo_owner_steal_batch_span")
     ->UseRealTime();
 BENCHMARK(owner_and_thief<mutex_peer, true>)
     ->Name("owner_and_batch_thief/mutex_std_deque")

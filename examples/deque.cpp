@@ -1,10 +1,14 @@
 // A work-stealing deque in a few lines: one owner thread pushes the numbers 1..n (as indices
 // into a table) and works on them newest first; thieves take the oldest, in batches when they
-// can, and every number is summed exactly once.
+// can, and every number is summed exactly once. Two thieves move each batch into a deque of
+// their own (steal_batch_and_pop), where it could be stolen again; the third takes its
+// batches into a plain array (steal_batch) and sums them itself.
 
 #include <spindle/deque.hpp>
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
@@ -21,7 +25,7 @@ int main() {
   std::atomic<std::uint64_t> total{0};
 
   std::vector<std::thread> thieves;
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < 2; ++t) {
     thieves.emplace_back([&, victim = owner.stealer()]() mutable {
       spindle::deque_owner<std::uint32_t> mine;  // a thief's own deque, filled by batch steals
       std::uint64_t sum = 0;
@@ -42,6 +46,24 @@ int main() {
       total.fetch_add(sum, std::memory_order_relaxed);
     });
   }
+  thieves.emplace_back([&, victim = owner.stealer()]() mutable {
+    std::array<std::uint32_t, 32> batch{};  // up to 32 indices per steal, for this thread only
+    std::uint64_t sum = 0;
+    for (;;) {
+      bool const finished = done.load(std::memory_order_acquire);
+      auto r = victim.steal_batch(batch);
+      for (std::size_t k = 0; k < r.count; ++k) {
+        sum += numbers[batch[k]];
+      }
+      if (!r && finished && r.is_empty()) {
+        break;
+      }
+      if (!r) {
+        std::this_thread::yield();
+      }
+    }
+    total.fetch_add(sum, std::memory_order_relaxed);
+  });
 
   std::uint64_t sum = 0;
   for (std::uint32_t i = 0; i < n; ++i) {

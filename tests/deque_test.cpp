@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -111,6 +114,8 @@ TEST(DequeDeathTest, EveryOperationOnAMovedFromStealerAborts) {
   // NOLINTBEGIN(bugprone-use-after-move): the point of the test
   EXPECT_DEATH(static_cast<void>(s.steal()), message);
   EXPECT_DEATH(static_cast<void>(s.steal_batch_and_pop(dest)), message);
+  std::array<int, 4> out{};
+  EXPECT_DEATH(static_cast<void>(s.steal_batch(out)), message);
   EXPECT_DEATH(static_cast<void>(s.size()), message);
   EXPECT_DEATH(static_cast<void>(s.empty()), message);
   auto copy = s;  // copying a moved-from stealer is allowed; the copy is moved-from too
@@ -131,6 +136,17 @@ TEST(DequeDeathTest, StealingABatchIntoTheVictimsOwnWorkerAborts) {
                  "misuse: steal_batch_and_pop into the deque_owner of the deque it steals from");
     EXPECT_EQ(w.size(), 8U);
   }
+}
+
+TEST(DequeDeathTest, StealingABatchIntoAnEmptySpanAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  spindle::deque_owner<int> w;
+  w.push(1);
+  auto thief = w.stealer();
+  std::vector<int> none;
+  EXPECT_DEATH(static_cast<void>(thief.steal_batch(none)),
+               "misuse: spindle::stealer::steal_batch into an empty span");
+  EXPECT_EQ(w.size(), 1U);  // nothing was taken
 }
 
 TEST(Deque, PushPopIsLifoByDefault) {
@@ -310,6 +326,69 @@ TEST(Deque, StealBatchFromOneItemReturnsItAndMovesNothing) {
   EXPECT_TRUE(victim.empty());
 }
 
+// steal_batch hands the batch to the caller: the oldest items, about half of them, at most as
+// many as the span holds; the rest stays in the victim, where the owner pops it as before.
+TEST(Deque, StealBatchWritesAboutHalfIntoTheSpan) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::deque_owner<int> victim(order);
+    for (int i = 0; i < 10; ++i) {
+      victim.push(i);
+    }
+    std::array<int, 8> out{};
+    auto const r = victim.stealer().steal_batch(out);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r.count, 5U);  // half of 10
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(out[static_cast<std::size_t>(i)], i);  // oldest first
+    }
+    EXPECT_EQ(victim.size(), 5U);
+    EXPECT_EQ(victim.pop(), order == deque_order::lifo ? 9 : 5);
+  }
+}
+
+TEST(Deque, StealBatchTakesAtMostTheSpansSize) {
+  for (auto order : {deque_order::lifo, deque_order::fifo}) {
+    spindle::deque_owner<int> victim(order);
+    for (int i = 0; i < 1000; ++i) {
+      victim.push(i);
+    }
+    auto thief = victim.stealer();
+    std::array<int, 3> three{};
+    auto r = thief.steal_batch(three);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.count, 3U);
+    EXPECT_EQ(three, (std::array<int, 3>{0, 1, 2}));
+    // A span of one is a single steal; a span far larger than half takes half (rounded up).
+    int one = -1;
+    r = thief.steal_batch(std::span(&one, 1));
+    EXPECT_EQ(r.count, 1U);
+    EXPECT_EQ(one, 3);
+    std::vector<int> large(5000, -1);
+    r = thief.steal_batch(large);
+    EXPECT_EQ(r.count, 498U);  // (996 + 1) / 2
+    EXPECT_EQ(large[0], 4);
+    EXPECT_EQ(large[497], 501);
+    EXPECT_EQ(large[498], -1);  // past the count the span is untouched here (LIFO or a won claim)
+    EXPECT_EQ(victim.size(), 1000U - 502U);
+  }
+}
+
+TEST(Deque, StealBatchFromAnEmptyDequeTakesNothing) {
+  spindle::deque_owner<int> victim;
+  auto s = victim.stealer();
+  std::array<int, 4> out{};
+  auto r = s.steal_batch(out);
+  EXPECT_TRUE(r.is_empty());
+  EXPECT_EQ(r.count, 0U);
+  victim.push(7);
+  r = s.steal_batch(out);
+  ASSERT_TRUE(r.is_success());
+  EXPECT_EQ(r.count, 1U);
+  EXPECT_EQ(out[0], 7);
+  EXPECT_TRUE(victim.empty());
+  EXPECT_TRUE(s.steal_batch(out).is_empty());
+}
+
 TEST(Deque, StealersOutliveTheWorker) {
   std::optional<spindle::stealer<int>> s;
   {
@@ -336,7 +415,7 @@ TEST(Deque, RandomOperationsMatchAModel) {
     std::deque<std::uint64_t> other_model;
     std::uint64_t next = 0;
     for (int op = 0; op < 20000; ++op) {
-      switch (rng() % 8) {
+      switch (rng() % 9) {
         case 0:
         case 1:
         case 2:
@@ -365,6 +444,23 @@ TEST(Deque, RandomOperationsMatchAModel) {
           } else {
             ASSERT_TRUE(got.is_success());
             ASSERT_EQ(got.value, model.front());
+            model.pop_front();
+          }
+          break;
+        }
+        case 7: {
+          std::array<std::uint64_t, 40> out{};
+          auto const n = 1 + static_cast<std::size_t>(rng() % out.size());
+          auto const got = s.steal_batch(std::span(out.data(), n));
+          if (model.empty()) {
+            ASSERT_TRUE(got.is_empty());
+            ASSERT_EQ(got.count, 0U);
+            break;
+          }
+          ASSERT_TRUE(got.is_success());
+          ASSERT_EQ(got.count, std::min((model.size() + 1) / 2, n));
+          for (std::size_t i = 0; i < got.count; ++i) {
+            ASSERT_EQ(out[i], model.front());
             model.pop_front();
           }
           break;

@@ -22,7 +22,7 @@
 // is retried only when a thief took an item); steal is wait-free and returns `retry` instead
 // of looping when it loses a race.
 // Happens-before: whatever the owner did before `push(v)` is visible to the thread that
-// obtains `v` from `pop`, `steal` or `steal_batch_and_pop`.
+// obtains `v` from `pop`, `steal`, `steal_batch_and_pop` or `steal_batch`.
 // Memory: one power-of-two buffer of `detail::atomic<T>`, doubled when full and never shrunk
 // (shrinking is outside the paper's proof). Retired buffers are kept by the deque and freed
 // with it, when the last handle dies: growth doubles, so the retired buffers together are
@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -192,6 +193,25 @@ class stealer {
     check();
     dest.check();
     return state_->steal_batch_and_pop(*dest.state_);
+  }
+
+  /// Takes about half of the items, at most `out.size()`, and writes them to the front of
+  /// `out`, oldest first; the result says how many. The batch goes to the caller alone, not
+  /// into a deque where other thieves could take it back: for a thief that runs what it takes
+  /// itself (a consumer draining a producer's deque). Each item then costs one claim from this
+  /// deque and nothing more, where steal_batch_and_pop costs a second take from `dest`. Claims
+  /// as steal_batch_and_pop does: one CAS for the whole batch from a FIFO deque, one CAS per
+  /// item from a LIFO deque, stopping at the first lost race. On a result other than
+  /// `success` nothing was taken and the contents of `out` are unspecified (a FIFO claim
+  /// reads the items into it before its CAS decides).
+  ///
+  /// Thread safety: any thread, concurrently with the owner and other thieves.
+  /// Preconditions: `out` is not empty; `*this` is not moved-from. Both are checked in every
+  /// build: a violation aborts with "spindle: misuse: ...".
+  auto steal_batch(std::span<T> out) noexcept -> steal_batch_result {
+    check();
+    SPINDLE_CHECK(!out.empty(), "spindle::stealer::steal_batch into an empty span");
+    return state_->steal_batch(out.data(), out.size());
   }
 
   /// Approximate number of queued items (see deque_owner::size).

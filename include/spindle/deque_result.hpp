@@ -1,11 +1,12 @@
 #pragma once
 // The vocabulary of spindle's work-stealing deque that a user names: which types it holds
 // (`stealable`), the owner's pop order (`deque_order`), and how a steal ended (`steal_status`,
-// `steal_result`). Included by <spindle/deque.hpp>.
+// `steal_result`, `steal_batch_result`). Included by <spindle/deque.hpp>.
 
 #include <spindle/detail/sync/config.hpp>
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <type_traits>
@@ -43,6 +44,18 @@ template <class T>
 struct [[nodiscard]] steal_result {
   steal_status status;
   std::optional<T> value;  // engaged iff status == success
+
+  explicit operator bool() const noexcept { return status == steal_status::success; }
+  [[nodiscard]] auto is_success() const noexcept -> bool { return status == steal_status::success; }
+  [[nodiscard]] auto is_empty() const noexcept -> bool { return status == steal_status::empty; }
+  [[nodiscard]] auto is_retry() const noexcept -> bool { return status == steal_status::retry; }
+};
+
+/// Result of `stealer<T>::steal_batch`: a status and how many items were written to the
+/// caller's span: at least one exactly when the status is `success`, otherwise none.
+struct [[nodiscard]] steal_batch_result {
+  steal_status status;
+  std::size_t count;
 
   explicit operator bool() const noexcept { return status == steal_status::success; }
   [[nodiscard]] auto is_success() const noexcept -> bool { return status == steal_status::success; }

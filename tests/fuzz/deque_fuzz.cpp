@@ -1,13 +1,16 @@
 // Fuzz target: bytes decode into operations on two work-stealing deques driven from one thread
-// (push, pop, steal, steal_batch_and_pop from one into the other, copying stealers), checked
-// step by step against a sequential model of both deques. Capacities start small so growth
-// happens often.
+// (push, pop, steal, steal_batch_and_pop from one into the other, steal_batch into a span,
+// copying stealers), checked step by step against a sequential model of both deques.
+// Capacities start small so growth happens often.
 #include <spindle/deque.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "fuzz/byte_reader.hpp"
@@ -61,7 +64,7 @@ void run(spindle_fuzz::byte_reader& in) {
     auto& me = sides[op & 1U];
     auto& other = sides[1U - (op & 1U)];
     auto& thief = me.thieves[(op >> 1U) % me.thieves.size()];
-    switch ((op >> 3U) % 8) {
+    switch ((op >> 3U) % 9) {
       case 0:
       case 1:
       case 2: {
@@ -107,6 +110,23 @@ void run(spindle_fuzz::byte_reader& in) {
         me.model.pop_front();
         for (std::int64_t i = 1; i < claim; ++i) {
           other.model.push_back(me.model.front());
+          me.model.pop_front();
+        }
+        break;
+      }
+      case 7: {
+        // Steal about half of `me`, at most the span's 1 to 40 items, into a plain array.
+        std::uint32_t out[40] = {};
+        auto const room = std::size_t{1} + in.next() % 40U;
+        auto const r = thief.steal_batch(std::span(out, room));
+        if (me.model.empty()) {
+          expect(r.is_empty() && r.count == 0, "span batch from an empty deque took something");
+          break;
+        }
+        auto const want = std::min((me.model.size() + 1) / 2, room);
+        expect(r.is_success() && r.count == want, "span batch took the wrong number of items");
+        for (std::size_t i = 0; i < r.count; ++i) {
+          expect(out[i] == me.model.front(), "span batch did not take the oldest, in order");
           me.model.pop_front();
         }
         break;

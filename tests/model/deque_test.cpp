@@ -1,5 +1,6 @@
 // spindle::worker / spindle::stealer under the model checker: push, pop and steal around the
-// last item, around growth from capacity 1, with two thieves, and steal_batch_and_pop. Every
+// last item, around growth from capacity 1, with two thieves, steal_batch_and_pop and
+// steal_batch into a span. Every
 // item is taken exactly once, and whatever the owner wrote before push is visible to the taker
 // (the race detector checks the payloads).
 #include <spindle/deque.hpp>
@@ -7,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <vector>
@@ -163,6 +165,42 @@ TEST(ModelDeque, StealBatchAndPop) {
     explore_and_report(
         lifo ? "deque steal_batch_and_pop lifo, random" : "deque steal_batch_and_pop fifo, random",
         model::random_schedules(5, budget(2000)), body);
+  }
+}
+
+// A thief steals a batch into a span while the owner pops everything. From a LIFO deque the
+// batch is claimed one item at a time: the owner pops without a CAS while it sees two items or
+// more, so one CAS for the batch could claim items the owner already took (the argument at
+// deque_state::take_batch). The seeded bug deque-lifo-batch-one-cas claims it with one CAS, and
+// this test sees the duplicate. From a FIFO deque one CAS is the claim, and it is sound.
+TEST(ModelDeque, StealBatchIntoASpanWhileTheOwnerPops) {
+  for (auto order : {spindle::deque_order::lifo, spindle::deque_order::fifo}) {
+    auto body = [order] {
+      spindle::deque_owner<int> w(order);
+      ledger l;
+      auto s = w.stealer();
+      for (int i = 0; i < 4; ++i) {
+        produce(w, l, i);
+      }
+      std::vector<int> thief_took;
+      std::vector<int> popped;
+      model::thread thief([&] {
+        std::array<int, 4> out{};
+        auto const r = s.steal_batch(out);
+        for (std::size_t k = 0; k < r.count; ++k) {
+          l.take(thief_took, out[k]);
+        }
+      });
+      pop_all(w, l, popped);
+      thief.join();
+      expect_each_once({thief_took, popped}, 4);
+    };
+    bool const lifo = order == spindle::deque_order::lifo;
+    explore_and_report(lifo ? "deque steal_batch lifo, dfs 2" : "deque steal_batch fifo, dfs 2",
+                       model::exhaustive(2, budget(40000)), body);
+    explore_and_report(lifo ? "deque steal_batch lifo, x86-TSO pct d=3"
+                            : "deque steal_batch fifo, x86-TSO pct d=3",
+                       spindle_test::tso(model::pct_schedules(13, budget(2000), 3)), body);
   }
 }
 

@@ -87,7 +87,8 @@ auto deque_owner_op(std::string_view op) -> bool {
 }
 
 auto deque_taking_op(std::string_view op) -> bool {
-  return op == "pop" || op == "pop_fifo" || op == "steal" || op == "steal_batch";
+  return op == "pop" || op == "pop_fifo" || op == "steal" || op == "steal_batch" ||
+         op == "steal_batch_span";
 }
 
 /// A Chase-Lev deque (deque_owner + stealers) with one item prefilled per taking operation,
@@ -159,6 +160,17 @@ class deque_fixture {
     }
   }
 
+  /// Thief: two batch steals into a span of two, which the thread takes itself.
+  void steal_batch_span(int side) {
+    for (int k = 0; k < 2; ++k) {
+      std::array<int, 2> out{};
+      auto const r = thieves_[static_cast<std::size_t>(side)].steal_batch(out);
+      for (std::size_t i = 0; i < r.count; ++i) {
+        ledger_.take(taken(side), out[i]);
+      }
+    }
+  }
+
   void finish() {
     // The body's thread owns the deque again (the other thread was joined).
     while (auto v = owner_.pop()) {
@@ -204,6 +216,8 @@ auto deque_ops() -> std::vector<operation<deque_fixture>> const& {
       {"steal", [](deque_fixture& f, int side) { f.steal(side); }},
       // Two batch steals: one CAS claims a batch, moved into the thief's own deque.
       {"steal_batch", [](deque_fixture& f, int side) { f.steal_batch(side); }},
+      // Two batch steals into a span: the batch goes to the thief, not into a deque.
+      {"steal_batch_span", [](deque_fixture& f, int side) { f.steal_batch_span(side); }},
   };
   return ops;
 }

@@ -1,16 +1,19 @@
 // Stress tests for <spindle/deque.hpp>: one owner pushing and popping, more thieves than
-// cores stealing singly and in batches; every item must be taken exactly once.
+// cores stealing singly and in batches (into a deque of their own or into a span); every item
+// must be taken exactly once.
 
 #include <spindle/deque.hpp>
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -103,20 +106,34 @@ void run_round(deque_order order, std::uint64_t seed) {
       // Read before the steal: the owner sets it only after draining its deque, so a steal
       // that starts after seeing it and finds the deque empty has seen the end.
       bool const done = owner_done.load(std::memory_order_acquire);
-      auto r = rng() % 2 == 0 ? s.steal() : s.steal_batch_and_pop(mine);
-      if (r.is_success()) {
-        payload* p = *r.value;
-        book.record(p);
+      // A single steal, a batch into a deque of its own, or a batch into a span of 1 to 40.
+      auto const how = rng() % 3;
+      spindle::steal_status status{};
+      if (how == 2) {
+        std::array<payload*, 40> batch{};
+        auto const n = 1 + rng() % batch.size();
+        auto const r = s.steal_batch(std::span(batch.data(), n));
+        for (std::size_t k = 0; k < r.count; ++k) {
+          book.record(batch[k]);
+        }
+        status = r.status;
+      } else {
+        auto r = how == 0 ? s.steal() : s.steal_batch_and_pop(mine);
+        if (r.is_success()) {
+          payload* p = *r.value;
+          book.record(p);
+        }
+        status = r.status;
       }
       if (rng() % 4 == 0 || done) {
         while (auto q = mine.pop()) {
           book.record(*q);
         }
       }
-      if (done && r.is_empty()) {
+      if (done && status == spindle::steal_status::empty) {
         break;
       }
-      if (!r.is_success()) {
+      if (status != spindle::steal_status::success) {
         std::this_thread::yield();
       }
     }

@@ -4,8 +4,10 @@
 //
 // Scenarios (each run interleaves every implementation, so drift hits all rows alike):
 //   fib       fib(N) forking at every call: spindle::join (on a default executor and on one
-//             with private joins), spindle::task_group, spindle::join with a serial cutoff,
-//             tbb::task_group, OpenMP tasks; serial fib in the same run.
+//             with private joins; each also on workers - 1 workers, so that with the joining
+//             caller spindle runs as many threads as oneTBB's arena), spindle::task_group,
+//             spindle::join with a serial cutoff, tbb::task_group, OpenMP tasks; serial fib in
+//             the same run.
 //   spawn     one outside thread submits 1,000,000 empty tasks and waits for all of them:
 //             spindle post / task_group / spawn+join vs tbb::task_group::run and
 //             tbb::task_arena::enqueue.
@@ -251,6 +253,16 @@ auto run_executor(std::span<char const* const> args) -> int {
   row f_private{"spindle join, private joins",
                 "as spindle join, on an executor with executor_options::private_joins",
                 {}};
+  // The two rows above join from this thread, which takes a guest slot beside all `workers`
+  // workers: one thread more than oneTBB's arena, which reserves one of its `workers` slots
+  // for the thread that calls execute(). These two give spindle the same thread count.
+  row f_join_fair{"spindle join, N-1 workers + caller",
+                  "as spindle join, on an executor of workers - 1: as many threads as oneTBB's "
+                  "arena",
+                  {}};
+  row f_private_fair{"spindle join, private joins, N-1 workers + caller",
+                     "as spindle join, private joins, on an executor of workers - 1",
+                     {}};
   row f_group{"spindle task_group", "fork at every call, one node per spawn", {}};
   row f_cut{"spindle join, cutoff n<20", "serial below 20", {}};
   row f_serial{"serial", "the floor", {}};
@@ -263,12 +275,25 @@ auto run_executor(std::span<char const* const> args) -> int {
   if (fib_runs > 0 || for_runs > 0) {
     ex_private.emplace(spindle::executor_options().workers(workers).private_joins(true));
   }
+  // fib on workers - 1 workers plus the joining caller (only when that leaves a worker).
+  std::optional<spindle::executor> ex_fair;
+  std::optional<spindle::executor> ex_private_fair;
+  if (fib_runs > 0 && workers >= 2) {
+    ex_fair.emplace(workers - 1);
+    ex_private_fair.emplace(spindle::executor_options().workers(workers - 1).private_joins(true));
+  }
   for (int r = 0; r < fib_runs; ++r) {
     std::uint64_t v = 0;
     f_join.sample.push_back(time_ms([&] { v = fib_join(ex, fib_n); }));
     check(v == fib_expected, "spindle join fib");
     f_private.sample.push_back(time_ms([&] { v = fib_join(*ex_private, fib_n); }));
     check(v == fib_expected, "spindle private joins fib");
+    if (ex_fair) {
+      f_join_fair.sample.push_back(time_ms([&] { v = fib_join(*ex_fair, fib_n); }));
+      check(v == fib_expected, "spindle join fib, workers - 1");
+      f_private_fair.sample.push_back(time_ms([&] { v = fib_join(*ex_private_fair, fib_n); }));
+      check(v == fib_expected, "spindle private joins fib, workers - 1");
+    }
     f_serial.sample.push_back(time_ms([&] { v = fib_serial(fib_n); }));
     check(v == fib_expected, "serial fib");
     f_cut.sample.push_back(time_ms([&] { v = fib_join_cutoff(ex, fib_n); }));
@@ -287,7 +312,12 @@ auto run_executor(std::span<char const* const> args) -> int {
     }
 #endif
   }
-  std::vector<row> fib_rows{f_join, f_private, f_group, f_cut, f_serial};
+  std::vector<row> fib_rows{f_join, f_private};
+  if (ex_fair) {
+    fib_rows.push_back(f_join_fair);
+    fib_rows.push_back(f_private_fair);
+  }
+  fib_rows.insert(fib_rows.end(), {f_group, f_cut, f_serial});
 #if defined(SPINDLE_HAVE_TBB)
   fib_rows.push_back(f_tbb);
 #endif

@@ -28,7 +28,7 @@
 //     is a plain load, so a steal pays for no barrier besides its CAS, and the take pays one
 //     locked instruction where a store and a fence cost two.
 //   - FIFO owner pop and batch stealing (crossbeam-deque: src/deque.rs) are additions; their
-//     correctness arguments are at `pop_fifo` and `steal_batch_and_pop` below.
+//     correctness arguments are at `pop_fifo` and `take_batch` below.
 //
 // It reports takes from the top in the public `steal_result` (<spindle/deque_result.hpp>),
 // which the handles return as they are.
@@ -214,7 +214,7 @@ class deque_state {
   /// crossbeam takes the FIFO owner's item with an unconditional fetch_add on the front and
   /// stores the old value back when the deque was empty. A CAS is chosen here: top then only
   /// ever moves forward by a CAS from the value the taker read, which is what makes the
-  /// single-CAS batch claim of steal_batch_and_pop sound and keeps every taker's order
+  /// single-CAS batch claim of take_batch sound and keeps every taker's order
   /// argument the same; the CAS fails only when a thief took an item (lock-free), and on x86
   /// an uncontended CAS costs what a fetch_add does. The FIFO owner never moves bottom back,
   /// so no fence is needed: only the CAS decides.
@@ -261,6 +261,65 @@ class deque_state {
   }
 
   /// Any thread, which owns `dest`. See stealer::steal_batch_and_pop for the contract.
+  auto steal_batch_and_pop(deque_state& dest) -> steal_result<T> {
+    // In every build: the batch would be written back into the deque it is claimed from.
+    SPINDLE_CHECK(&dest != this,
+                  "steal_batch_and_pop into the deque_owner of the deque it steals from");
+    auto const [t, b] = load_top_then_bottom();
+    if (t >= b) {
+      return {steal_status::empty, std::nullopt};
+    }
+    // Half of what we saw, rounded up: one to return, at most deque_max_batch into dest.
+    auto const claim = std::min((b - t + 1) / 2, deque_max_batch + 1);
+    dest.reserve_room(claim - 1);  // may throw, before anything is claimed
+    auto& into = dest.owner_.value;
+    // relaxed: the caller owns dest, so it is the only writer of dest's bottom.
+    auto const dest_bottom = dest.shared_.value.bottom.load(std::memory_order_relaxed);
+    std::optional<T> first;
+    auto const got = take_batch(t, claim, [&](std::int64_t k, T value) noexcept {
+      if (k == 0) {
+        first = value;
+      } else {
+        // Speculative too for a FIFO deque: positions above dest's bottom are invisible to
+        // its thieves, and reserve_room made sure they overlay no live position of dest.
+        into.buffer->store(dest_bottom + k - 1, value);
+      }
+    });
+    if (!got) {
+      return {got.status, std::nullopt};
+    }
+    auto const moved = static_cast<std::int64_t>(got.count) - 1;
+    if (moved > 0) {
+      // release: as push's, publishes the slots just written to dest's thieves.
+      dest.shared_.value.bottom.store(dest_bottom + moved, std::memory_order_release);
+    }
+    return {steal_status::success, first};
+  }
+
+  /// Any thread. See stealer::steal_batch for the contract: about half of the items, at most
+  /// `max` (>= 1), written to out[0, count), oldest first.
+  auto steal_batch(T* out, std::size_t max) noexcept -> steal_batch_result {
+    auto const [t, b] = load_top_then_bottom();
+    if (t >= b) {
+      return {steal_status::empty, 0};
+    }
+    // Half of what we saw, rounded up, as steal_batch_and_pop; max is at least 1 (the handle
+    // checks it) and compared unsigned, so a span of any size is fine.
+    auto const half = static_cast<std::size_t>((b - t + 1) / 2);
+    auto const claim = static_cast<std::int64_t>(std::min(half, max));
+    // out may be written speculatively (FIFO): a failed claim leaves it unspecified, count 0.
+    return take_batch(t, claim, [out](std::int64_t k, T value) noexcept { out[k] = value; });
+  }
+
+ private:
+  /// Takes a batch of up to `claim` (>= 1) items from the top, having read top == t (and a
+  /// bottom above it), and hands item k of the batch, oldest first, to sink(k, item).
+  /// Returns success and the count, or the status of a first take that failed.
+  ///
+  /// FIFO: sink is called for [t, t + claim) before the single CAS that claims them, so its
+  /// writes are speculative: they count only on success, and the sink must write where no
+  /// one else reads until the caller publishes. LIFO: one full steal() per item, sink called
+  /// after each won CAS; the batch stops at the first lost race or empty deque.
   ///
   /// Why one CAS may claim a whole batch from a FIFO deque but not from a LIFO one. In FIFO
   /// order every taker, thieves and owner alike, takes only by a CAS of top from the value it
@@ -275,59 +334,35 @@ class deque_state {
   /// CAS on the last item (t == bottom-1) orders the owner against a thief. So from a LIFO
   /// deque the batch is stolen one item at a time, each with the full steal protocol (as
   /// crossbeam-deque does: src/deque.rs, steal_batch_with_limit_and_pop).
-  auto steal_batch_and_pop(deque_state& dest) -> steal_result<T> {
-    // In every build: the batch would be written back into the deque it is claimed from.
-    SPINDLE_CHECK(&dest != this,
-                  "steal_batch_and_pop into the deque_owner of the deque it steals from");
-    auto [t, b] = load_top_then_bottom();
-    if (t >= b) {
-      return {steal_status::empty, std::nullopt};
-    }
-    // Half of what we saw, rounded up: one to return, at most deque_max_batch into dest.
-    auto const claim = std::min((b - t + 1) / 2, deque_max_batch + 1);
-    dest.reserve_room(claim - 1);  // may throw, before anything is claimed
-    auto& into = dest.owner_.value;
-    // relaxed: the caller owns dest, so it is the only writer of dest's bottom.
-    auto const dest_bottom = dest.shared_.value.bottom.load(std::memory_order_relaxed);
-    std::int64_t moved = 0;
-    std::optional<T> first;
+  template <class Sink>
+  auto take_batch(std::int64_t t, std::int64_t claim, Sink&& sink) noexcept -> steal_batch_result {
     if (fifo_) {
       // acquire: as in steal(), pairs with the release store of the buffer in grow().
       auto const* buffer = shared_.value.buffer.load(std::memory_order_acquire);
-      first = buffer->load(t);
-      for (std::int64_t i = 1; i < claim; ++i) {
-        // Speculative too: positions above dest's bottom are invisible to its thieves, and
-        // reserve_room made sure they overlay no live position of dest.
-        into.buffer->store(dest_bottom + i - 1, buffer->load(t + i));
+      for (std::int64_t k = 0; k < claim; ++k) {
+        sink(k, buffer->load(t + k));  // speculative: counts only if the CAS succeeds
       }
       // seq_cst: as in steal(); claims [t, t + claim) at once (argument above).
       if (!shared_.value.top.compare_exchange_strong(t, t + claim, std::memory_order_seq_cst,
                                                      std::memory_order_relaxed)) {
-        return {steal_status::retry, std::nullopt};
+        return {steal_status::retry, 0};
       }
-      moved = claim - 1;
-    } else {
-      auto head = steal();
-      if (!head.value) {
-        return head;
-      }
-      first = head.value;
-      for (; moved < claim - 1; ++moved) {
-        auto next = steal();
-        if (!next.value) {
-          break;
+      return {steal_status::success, static_cast<std::size_t>(claim)};
+    }
+    std::int64_t got = 0;
+    for (; got < claim; ++got) {
+      auto next = steal();
+      if (!next.value) {
+        if (got == 0) {
+          return {next.status, 0};
         }
-        into.buffer->store(dest_bottom + moved, *next.value);
+        break;
       }
+      sink(got, *next.value);
     }
-    if (moved > 0) {
-      // release: as push's, publishes the slots just written to dest's thieves.
-      dest.shared_.value.bottom.store(dest_bottom + moved, std::memory_order_release);
-    }
-    return {steal_status::success, first};
+    return {steal_status::success, static_cast<std::size_t>(got)};
   }
 
- private:
   // top and bottom share one cache line, as in crossbeam-deque (src/deque.rs: `Inner` holds
   // front, back and the buffer pointer in one CachePadded): a thief reads both with one miss,
   // and the owner's pop (exchange of bottom, load of top) touches one line instead of two.
