@@ -57,11 +57,11 @@
 // terminates); without on_error the pool prints "spindle: an exception escaped a blocking
 // thread's start/stop hook" and calls std::terminate.
 //
-// Threads: on Linux, pthread_create with a pthread_attr_t (`stack_size` when not 0, rounded up
-// to whole pages); each thread names itself "<name_prefix>-<index>" (pthread_setname_np, the
-// prefix shortened so that the whole fits Linux's 15 bytes and the number is never cut; an
-// empty prefix leaves the name alone). Elsewhere a std::thread, and under the model checker a
-// model thread (detail::os_thread), the name and stack size ignored.
+// Threads: detail::native_thread, as the executor's workers: on Linux pthread_create with
+// `stack_size` when not 0 (rounded up to whole pages), and each thread names itself
+// "<name_prefix>-<index>" (the prefix shortened so that the whole fits Linux's 15 bytes and the
+// number is never cut; an empty prefix leaves the name alone). Elsewhere, and under the model
+// checker, an os_thread with the name and stack size ignored.
 //
 // Preconditions: shutdown() and the destructor are not called from a thread of the same pool
 // (shutdown() throws std::logic_error there; the destructor would terminate).
@@ -71,6 +71,7 @@
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/deadline.hpp>
 #include <spindle/detail/sync/mutex.hpp>
+#include <spindle/detail/sync/native_thread.hpp>
 #include <spindle/detail/sync/parker.hpp>
 
 #include <algorithm>
@@ -78,7 +79,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -89,12 +89,6 @@
 #include <string>
 #include <system_error>
 #include <utility>
-
-#if defined(__linux__) && !defined(SPINDLE_MODEL_CHECK)
-#include <pthread.h>
-#include <unistd.h>
-#define SPINDLE_BLOCKING_POOL_PTHREADS 1
-#endif
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
@@ -125,7 +119,7 @@ class blocking_pool {
     if (opts_.max_threads == 0) {
       throw std::invalid_argument("spindle: blocking_pool_options::max_threads is 0");
     }
-#if defined(SPINDLE_BLOCKING_POOL_PTHREADS)
+#if defined(SPINDLE_PTHREAD_THREADS)
     if (opts_.stack_size != 0) {
       long const min = ::sysconf(_SC_THREAD_STACK_MIN);
       if (min > 0 && opts_.stack_size < static_cast<std::size_t>(min)) {
@@ -245,14 +239,9 @@ class blocking_pool {
 
     blocking_pool* pool;
     std::size_t index;
-    char name[16] = {};                // the thread's name; empty: leave it
-    std::list<worker>::iterator self;  // this record's node in workers_
-    parker park;                       // owned by the thread; unparked by wake()
-#if defined(SPINDLE_BLOCKING_POOL_PTHREADS)
-    pthread_t handle{};  // set by launch(); joined before the record dies
-#else
-    std::unique_ptr<os_thread> thread;  // set by launch(); joined before the record dies
-#endif
+    std::list<worker>::iterator self;      // this record's node in workers_
+    parker park;                           // owned by the thread; unparked by wake()
+    std::unique_ptr<native_thread> thread;  // set by launch(); joined before the record dies
     // Guarded by lock_:
     bool woken = false;  // set by wake(): go back to the queue
     worker* idle_prev = nullptr;
@@ -270,7 +259,6 @@ class blocking_pool {
     auto it = workers_.emplace(workers_.end(), this, next_index_);
     worker& w = *it;
     w.self = it;
-    format_name(opts_.name_prefix, w.index, w.name);
     try {
       launch(w);
     } catch (...) {
@@ -281,68 +269,22 @@ class blocking_pool {
     ++threads_;
   }
 
-  /// "<prefix>-<index>" in at most 15 bytes, the prefix shortened first; empty for an empty
-  /// prefix.
-  static void format_name(std::string const& prefix, std::size_t index, char (&out)[16]) noexcept {
-    constexpr std::size_t max_name = sizeof out - 1;
-    if (prefix.empty()) {
-      out[0] = '\0';
-      return;
-    }
-    char suffix[24];
-    int const n = std::snprintf(suffix, sizeof suffix, "-%zu", index);
-    std::size_t const len = n > 0 ? std::min(static_cast<std::size_t>(n), max_name) : 0;
-    std::size_t const keep = std::min(prefix.size(), max_name - len);
-    std::memcpy(out, prefix.data(), keep);
-    std::memcpy(out + keep, suffix, len);
-    out[keep + len] = '\0';
-  }
-
-  // Starts w's thread. Throws std::system_error when it cannot start (the body is not run).
+  // Starts w's thread, named "<name_prefix>-<index>" (detail/sync/native_thread.hpp shortens
+  // the prefix to fit). Throws std::system_error when it cannot start (the body is not run).
   void launch(worker& w) {
-#if defined(SPINDLE_BLOCKING_POOL_PTHREADS)
-    pthread_attr_t attr;
-    if (int const rc = ::pthread_attr_init(&attr); rc != 0) {
-      throw std::system_error(rc, std::generic_category(), "spindle: blocking_pool thread attr");
-    }
-    struct attr_guard {
-      pthread_attr_t* a;
-      ~attr_guard() { ::pthread_attr_destroy(a); }
-    } guard{&attr};
-    if (std::size_t const size = opts_.stack_size; size != 0) {
-      long const page = ::sysconf(_SC_PAGESIZE);
-      std::size_t const p = page > 0 ? static_cast<std::size_t>(page) : 4096;
-      if (int const rc = ::pthread_attr_setstacksize(&attr, (size + p - 1) / p * p); rc != 0) {
-        throw std::system_error(rc, std::generic_category(), "spindle: blocking_pool stack size");
-      }
-    }
-    if (int const rc = ::pthread_create(&w.handle, &attr, &thread_entry, &w); rc != 0) {
-      throw std::system_error(rc, std::generic_category(),
-                              "spindle: blocking_pool cannot start a thread");
-    }
-#else
-    w.thread = std::make_unique<os_thread>([&w] { w.pool->run(w); });
-#endif
+    thread_settings settings;
+    settings.name = thread_name_for(opts_.name_prefix, "", w.index);
+    settings.stack_size = opts_.stack_size;
+    w.thread = std::make_unique<native_thread>(std::move(settings), [&w] { w.pool->run(w); });
   }
-
-#if defined(SPINDLE_BLOCKING_POOL_PTHREADS)
-  static auto thread_entry(void* arg) noexcept -> void* {
-    auto* w = static_cast<worker*>(arg);
-    if (w->name[0] != '\0') {
-      // Best effort: a name that does not take changes nothing else.
-      static_cast<void>(::pthread_setname_np(::pthread_self(), w->name));
-    }
-    w->pool->run(*w);
-    return nullptr;
-  }
-#endif
 
   static void join(worker& w) noexcept {
-#if defined(SPINDLE_BLOCKING_POOL_PTHREADS)
-    static_cast<void>(::pthread_join(w.handle, nullptr));
-#else
-    w.thread->join();
-#endif
+    try {
+      w.thread->join();
+    } catch (...) {
+      // pthread_join fails only for a thread that is not joinable or is the caller; neither
+      // happens to a thread on the exited list, joined once by a thread of another pool.
+    }
   }
 
   // Called with lock_ held. A thread on the exited list has left run() and only returns.

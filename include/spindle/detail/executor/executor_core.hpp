@@ -414,16 +414,13 @@ class executor_core final : public scheduler, public resume_target {
     m.workers.reserve(workers_);
     for (std::size_t i = 0; i < workers_; ++i) {
       auto const& c = ctxs_[i]->counters.value;
+      auto const base = counters_of(i);
       worker_metrics w;
-      // relaxed (all six): statistics written by their owner only; see worker_counters.
-      w.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      w.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      w.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      w.times_parked = c.times_parked.load(std::memory_order_relaxed);
-      // relaxed: as above.
+      w.tasks_run = base.tasks_run;
+      w.tasks_stolen = base.tasks_stolen;
+      w.steal_attempts = base.steal_attempts;
+      w.times_parked = base.times_parked;
+      // relaxed (both): statistics written by their owner only; see worker_counters.
       w.times_woken = c.times_woken.load(std::memory_order_relaxed);
       // relaxed: as above.
       auto const parked_ns = c.parked_ns.load(std::memory_order_relaxed);
@@ -441,26 +438,32 @@ class executor_core final : public scheduler, public resume_target {
     return stop_on_shutdown_.get_token();
   }
 
+  /// A snapshot for executor::stats(): the four counters metrics() also reports.
   [[nodiscard]] auto stats() const -> std::vector<worker_stats> {
     std::vector<worker_stats> out;
     out.reserve(workers_);
     for (std::size_t i = 0; i < workers_; ++i) {
-      auto const& c = ctxs_[i]->counters.value;
-      worker_stats s;
-      // relaxed (all four): statistics written by their owner only; see worker_counters.
-      s.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      s.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      s.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      s.times_parked = c.times_parked.load(std::memory_order_relaxed);
-      out.push_back(s);
+      out.push_back(counters_of(i));
     }
     return out;
   }
 
  private:
+  /// Worker i's task and sleep counters, shared by stats() and metrics().
+  [[nodiscard]] auto counters_of(std::size_t i) const noexcept -> worker_stats {
+    auto const& c = ctxs_[i]->counters.value;
+    worker_stats s;
+    // relaxed (all four): statistics written by their owner only; see worker_counters.
+    s.tasks_run = c.tasks_run.load(std::memory_order_relaxed);
+    // relaxed: as above.
+    s.tasks_stolen = c.tasks_stolen.load(std::memory_order_relaxed);
+    // relaxed: as above.
+    s.steal_attempts = c.steal_attempts.load(std::memory_order_relaxed);
+    // relaxed: as above.
+    s.times_parked = c.times_parked.load(std::memory_order_relaxed);
+    return s;
+  }
+
   /// The blocking pool's settings from the executor's: its threads are "<name>-b-<j>", their
   /// hooks see indices from the worker count upwards, and hook exceptions go to the handler.
   auto blocking_options(executor_options const& opts, std::size_t workers)
