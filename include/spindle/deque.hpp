@@ -19,8 +19,9 @@
 // copy may be used from any thread concurrently.
 // Progress: push is wait-free except when it grows (an allocation and a copy); a LIFO pop is
 // wait-free (one CAS, only on the last item, never retried); a FIFO pop is lock-free (its CAS
-// is retried only when a thief took an item); steal is wait-free and returns `retry` instead
-// of looping when it loses a race.
+// is retried only when a thief took an item); steal and both batch steals are wait-free (a
+// batch takes at most its bound of items) and return `retry` instead of looping when they
+// lose the race for their first item.
 // Happens-before: whatever the owner did before `push(v)` is visible to the thread that
 // obtains `v` from `pop`, `steal`, `steal_batch_and_pop` or `steal_batch`.
 // Memory: one power-of-two buffer of `detail::atomic<T>`, doubled when full and never shrunk
