@@ -2,7 +2,8 @@
 //
 // TrySendRecv: one thread, a try_send immediately followed by a try_recv on a queue that is
 // otherwise empty: the uncontended cost of one message's two fast paths (slot claim, stamp
-// publication, wake-up check). Peers use their own non-blocking pair.
+// publication, wake-up check). Peers use their own non-blocking pair. SendRecv: the same with
+// spindle's blocking send and recv, which find room and a value at once.
 // Spsc: one producer thread and one consumer thread, both at full speed; the producer uses
 // the blocking send (or the peer's waiting push) and the consumer the blocking receive, and
 // time is wall-clock (UseRealTime). Items per second counts messages.
@@ -70,6 +71,32 @@ void TrySendRecvSpindleUnbounded(benchmark::State& state) {
   spindle_try_pair(state, spindle::unbounded<u64>());
 }
 BENCHMARK(TrySendRecvSpindleUnbounded);
+
+// The blocking pair on the same queue: send + recv where the value is always there, so
+// neither waits. The difference to the try pair is what the blocking calls add before their
+// first attempt.
+void spindle_blocking_pair(benchmark::State& state,
+                           std::pair<spindle::sender<u64>, spindle::receiver<u64>> ends) {
+  auto& [tx, rx] = ends;
+  u64 i = 1;
+  for (auto _ : state) {
+    check(static_cast<bool>(tx.send(i)), "spindle send failed on an open channel");
+    auto v = rx.recv();
+    check(v && *v == i, "spindle recv did not return the value sent");
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void SendRecvSpindleBounded(benchmark::State& state) {
+  spindle_blocking_pair(state, spindle::bounded<u64>(capacity));
+}
+BENCHMARK(SendRecvSpindleBounded);
+
+void SendRecvSpindleUnbounded(benchmark::State& state) {
+  spindle_blocking_pair(state, spindle::unbounded<u64>());
+}
+BENCHMARK(SendRecvSpindleUnbounded);
 
 void TrySendRecvMutexDeque(benchmark::State& state) {
   std::mutex m;

@@ -146,7 +146,15 @@ class sender {
   /// receiver takes it). Returns `sent`, or `closed` with the value handed back.
   /// Throws: std::bad_alloc (unbounded only) when a new block cannot be allocated; nothing was
   /// sent and the value is destroyed with the argument.
-  auto send(T value) -> send_result<T> { return send_with(value, {}); }
+  ///
+  /// The first attempt is inlined into the caller and the wait is a call, as for
+  /// receiver::recv().
+  SPINDLE_ALWAYS_INLINE auto send(T value) -> send_result<T> {
+    if (get().first_try_send(value) == send_status::sent) {
+      return send_result<T>{send_status::sent, std::nullopt};
+    }
+    return send_after_first_try(value);
+  }
 
   /// Sends `value` only if that needs no waiting: `sent`, `full` (no room; for a rendezvous,
   /// no receiver waiting) or `closed`, the value handed back unless sent.
@@ -232,6 +240,11 @@ class sender {
     return finish(status, value);
   }
 
+  /// send() after its first attempt did not send: the blocking send, out of line.
+  [[gnu::noinline]] auto send_after_first_try(T& value) -> send_result<T> {
+    return send_with(value, {});
+  }
+
   static auto finish(send_status status, T& value) -> send_result<T> {
     if (status == send_status::sent) {
       return send_result<T>{status, std::nullopt};
@@ -263,9 +276,15 @@ class receiver {
   /// it can end in just two ways (a value, or closed for good), which an optional says
   /// exactly, as Go's `v, ok := <-ch`; every other receive can also end empty, timed out or
   /// cancelled, and returns a recv_result that names which.
-  auto recv() noexcept -> std::optional<T> {
-    auto r = get().recv({});
-    return std::move(r.value);
+  ///
+  /// The first look for a ready value is inlined into the caller, and the wait is a call:
+  /// returned from a call, the optional crossed a stack slot that g++ writes a byte of and
+  /// reads back a word of, a store-forwarding stall on every receive (docs/performance.md).
+  SPINDLE_ALWAYS_INLINE auto recv() noexcept -> std::optional<T> {
+    if (auto r = get().first_look(); r.status == recv_status::received) {
+      return std::move(r.value);
+    }
+    return recv_after_first_look();
   }
 
   /// As recv(), but `stop.request_stop()` from any thread ends the wait: `received`, `closed`
@@ -485,6 +504,12 @@ class receiver {
 
   /// The channel; every operation other than the special members goes through here.
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& { return ref_.get(); }
+
+  /// recv() after its first look found no value: the blocking receive, out of line.
+  [[gnu::noinline]] auto recv_after_first_look() noexcept -> std::optional<T> {
+    auto r = get().recv({});
+    return std::move(r.value);
+  }
 
   detail::state_ref<T, detail::channel_side::receiver> ref_;
 };

@@ -156,6 +156,10 @@ class array_channel {
     return recv_outcome<T>(c, [&] { return read(*s, head); });
   }
 
+  /// The first look of a blocking receive (channel_state::first_look): the value at the
+  /// receivers' position if it is there, otherwise `empty` (also when closed).
+  auto first_look() noexcept -> recv_result<T> { return poll_recv(); }
+
   /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
   auto recv(wait_options const& options) noexcept -> recv_result<T> {
     return recv_blocking<T>([this] { return poll_recv(); }, [this] { return try_recv(); },

@@ -117,6 +117,23 @@ class channel_state {
     return 0;
   }
 
+  /// The first look of a blocking receive, without recv()'s setup of a wait: the value a
+  /// buffered flavour holds ready (as recv_blocking's own first look), otherwise `empty` or
+  /// `closed`, after which the caller calls recv(). A rendezvous channel has no value waiting
+  /// without a partner, so its first look is always `empty`. receiver::recv() inlines this
+  /// into its caller and leaves the rest out of line (see there).
+  auto first_look() noexcept -> recv_result<T> {
+    switch (flavor_) {
+      case channel_flavor::array:
+        return array_.first_look();
+      case channel_flavor::list:
+        return list_.try_recv();
+      case channel_flavor::zero:
+        break;
+    }
+    return recv_result<T>{recv_status::empty, std::nullopt};
+  }
+
   /// Receives through the flavour, blocking as `options` says (see recv_blocking in
   /// recv_blocking.hpp for `may_spin`, which this sets).
   auto recv(wait_options options) noexcept -> recv_result<T> {
@@ -126,6 +143,23 @@ class channel_state {
     options.may_spin_arg = this;
     options.counters = &counters_.value;
     return visit([&](auto& flavour) { return flavour.recv(options); });
+  }
+
+  /// The first attempt of a blocking send, without send()'s setup of a wait: a buffered
+  /// flavour's try_send, which sends or reports `full` or `closed` with `value` untouched;
+  /// `full` for a rendezvous channel, whose send always takes send(). sender::send() inlines
+  /// this into its caller and calls send() only when it did not send.
+  /// Throws: std::bad_alloc from the unbounded flavour when it cannot grow.
+  auto first_try_send(T& value) -> send_status {
+    switch (flavor_) {
+      case channel_flavor::array:
+        return array_.try_send(value);
+      case channel_flavor::list:
+        return list_.try_send(value);
+      case channel_flavor::zero:
+        break;
+    }
+    return send_status::full;
   }
 
   /// Sends through the flavour, blocking as `options` says (the channel's counters added).
