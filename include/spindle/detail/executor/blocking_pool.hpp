@@ -239,8 +239,8 @@ class blocking_pool {
 
     blocking_pool* pool;
     std::size_t index;
-    std::list<worker>::iterator self;      // this record's node in workers_
-    parker park;                           // owned by the thread; unparked by wake()
+    std::list<worker>::iterator self;       // this record's node in workers_
+    parker park;                            // owned by the thread; unparked by wake()
     std::unique_ptr<native_thread> thread;  // set by launch(); joined before the record dies
     // Guarded by lock_:
     bool woken = false;  // set by wake(): go back to the queue
