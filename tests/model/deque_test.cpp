@@ -29,6 +29,13 @@ void produce(spindle::deque_owner<int>& w, ledger& l, int index) {
   w.push(l.make(index));
 }
 
+/// Pushes items 0 .. n-1.
+void produce_n(spindle::deque_owner<int>& w, ledger& l, int n) {
+  for (int i = 0; i < n; ++i) {
+    produce(w, l, i);
+  }
+}
+
 void steal_into(spindle::stealer<int>& s, ledger& l, std::vector<int>& into, int attempts) {
   for (int i = 0; i < attempts; ++i) {
     auto r = s.steal();
@@ -44,15 +51,26 @@ void pop_all(spindle::deque_owner<int>& w, ledger& l, std::vector<int>& into) {
   }
 }
 
+/// A deque holding items 0-3, a stealer of it, and what a thief and the owner took from it.
+struct four_items {
+  explicit four_items(spindle::deque_order order, std::size_t capacity = 64) : w(order, capacity) {
+    produce_n(w, l, 4);
+  }
+
+  spindle::deque_owner<int> w;
+  ledger l;
+  spindle::stealer<int> s = w.stealer();
+  std::vector<int> thief_took;
+  std::vector<int> popped;
+};
+
 /// The owner pushes `items` items, then pops until empty while a thief tries `items` steals:
 /// each item is taken exactly once, by one of them.
 void owner_pops_while_thief_steals(spindle::deque_order order, int items) {
   spindle::deque_owner<int> w(order);
   ledger l;
   auto s = w.stealer();
-  for (int i = 0; i < items; ++i) {
-    produce(w, l, i);
-  }
+  produce_n(w, l, items);
   std::vector<int> stolen;
   std::vector<int> popped;
   model::thread thief([&] { steal_into(s, l, stolen, items); });
@@ -135,28 +153,21 @@ TEST(ModelDeque, TwoThievesAndTheOwner) {
 TEST(ModelDeque, StealBatchAndPop) {
   for (auto order : {spindle::deque_order::lifo, spindle::deque_order::fifo}) {
     auto body = [order] {
-      spindle::deque_owner<int> w(order, 2);
-      ledger l;
-      auto s = w.stealer();
-      for (int i = 0; i < 4; ++i) {
-        produce(w, l, i);
-      }
-      std::vector<int> thief_took;
-      std::vector<int> popped;
+      four_items f(order, 2);
       model::thread thief([&] {
         spindle::deque_owner<int> mine(spindle::deque_order::lifo, 1);
-        auto r = s.steal_batch_and_pop(mine);
+        auto r = f.s.steal_batch_and_pop(mine);
         if (r.is_success()) {
-          l.take(thief_took, *r.value);
+          f.l.take(f.thief_took, *r.value);
         }
-        pop_all(mine, l, thief_took);
+        pop_all(mine, f.l, f.thief_took);
       });
-      if (auto v = w.pop()) {
-        l.take(popped, *v);
+      if (auto v = f.w.pop()) {
+        f.l.take(f.popped, *v);
       }
       thief.join();
-      pop_all(w, l, popped);
-      expect_each_once({thief_took, popped}, 4);
+      pop_all(f.w, f.l, f.popped);
+      expect_each_once({f.thief_took, f.popped}, 4);
     };
     bool const lifo = order == spindle::deque_order::lifo;
     explore_and_report(
@@ -176,24 +187,17 @@ TEST(ModelDeque, StealBatchAndPop) {
 TEST(ModelDeque, StealBatchIntoASpanWhileTheOwnerPops) {
   for (auto order : {spindle::deque_order::lifo, spindle::deque_order::fifo}) {
     auto body = [order] {
-      spindle::deque_owner<int> w(order);
-      ledger l;
-      auto s = w.stealer();
-      for (int i = 0; i < 4; ++i) {
-        produce(w, l, i);
-      }
-      std::vector<int> thief_took;
-      std::vector<int> popped;
+      four_items f(order);
       model::thread thief([&] {
         std::array<int, 4> out{};
-        auto const r = s.steal_batch(out);
+        auto const r = f.s.steal_batch(out);
         for (std::size_t k = 0; k < r.count; ++k) {
-          l.take(thief_took, out[k]);
+          f.l.take(f.thief_took, out[k]);
         }
       });
-      pop_all(w, l, popped);
+      pop_all(f.w, f.l, f.popped);
       thief.join();
-      expect_each_once({thief_took, popped}, 4);
+      expect_each_once({f.thief_took, f.popped}, 4);
     };
     bool const lifo = order == spindle::deque_order::lifo;
     explore_and_report(lifo ? "deque steal_batch lifo, dfs 2" : "deque steal_batch fifo, dfs 2",
