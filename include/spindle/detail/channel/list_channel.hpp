@@ -112,9 +112,11 @@ class list_channel {
 
     /// Loads the index, then the block, so that the block is at least as new as the index.
     void load(std::uint64_t& index_out, block*& block_out) const noexcept {
-      // acquire: pairs with the release store of the index at a block end (the fetch_add in
-      // start_send, the store in start_recv), which follows the store of the next block.
-      index_out = index.load(std::memory_order_acquire);
+      // seq_cst: its acquire part pairs with the release store of the index at a block end
+      // (the fetch_add in start_send, the store in start_recv), which follows the store of the
+      // next block; seq_cst so that a receiver's load of head precedes its load of tail in
+      // the single total order (start_recv). A plain load on x86, LDAR on AArch64, as acquire.
+      index_out = index.load(std::memory_order_seq_cst);
       // acquire: pairs with the release stores of block_ptr; the block is built.
       block_out = block_ptr.load(std::memory_order_acquire);
     }
@@ -386,11 +388,15 @@ class list_channel {
       }
       auto new_head = head + one;
       if ((new_head & mark_bit) == 0) {
-        // seq_cst fence: orders our loads of head_ before the tail_ load; pairs with the
-        // seq_cst CAS on tail_.index in start_send and the fetch_or in close().
-        fence_seq_cst();
-        // relaxed: ordered by the fence above.
-        auto const tail = tail_.value.index.load(std::memory_order_relaxed);
+        // seq_cst: ordered after our seq_cst load of head (position::load, or the failed CAS
+        // below) in the single total order S, and it reads the last seq_cst write of tail_
+        // before it in S: the senders' CAS and close()'s fetch_or. crossbeam-channel's list
+        // flavour puts a seq_cst fence between a relaxed head load and a relaxed tail load
+        // instead; under C++20 [atomics.order] p4 (P0668R5) the two seq_cst loads order the
+        // same pair of reads against those writes, and on x86 they are plain loads where the
+        // fence is a locked instruction on every receive that finds head and tail in one
+        // block (docs/performance.md).
+        auto const tail = tail_.value.index.load(std::memory_order_seq_cst);
         if ((head >> shift) == (tail >> shift)) {
           return (tail & mark_bit) != 0 ? claim::closed : claim::unavailable;
         }
@@ -405,9 +411,10 @@ class list_channel {
         head_.value.load(head, b);
         continue;
       }
-      // seq_cst: claims the position. acquire on failure: as the index load in position::load().
+      // seq_cst: claims the position. seq_cst on failure: the reload of head, as the index
+      // load in position::load(), before the next tail load.
       if (head_.value.index.compare_exchange_weak(head, new_head, std::memory_order_seq_cst,
-                                                  std::memory_order_acquire)) {
+                                                  std::memory_order_seq_cst)) {
         if (offset + 1 == block_cap) {
           block* next = b->wait_next();
           auto next_index = (new_head & ~mark_bit) + one;
