@@ -123,15 +123,7 @@ class channel_state {
   /// without a partner, so its first look is always `empty`. receiver::recv() inlines this
   /// into its caller and leaves the rest out of line (see there).
   auto first_look() noexcept -> recv_result<T> {
-    switch (flavor_) {
-      case channel_flavor::array:
-        return array_.first_look();
-      case channel_flavor::list:
-        return list_.try_recv();
-      case channel_flavor::zero:
-        break;
-    }
-    return recv_result<T>{recv_status::empty, std::nullopt};
+    return visit([](auto& flavour) { return flavour.first_look(); });
   }
 
   /// Receives through the flavour, blocking as `options` says (see recv_blocking in
@@ -151,15 +143,7 @@ class channel_state {
   /// this into its caller and calls send() only when it did not send.
   /// Throws: std::bad_alloc from the unbounded flavour when it cannot grow.
   auto first_try_send(T& value) -> send_status {
-    switch (flavor_) {
-      case channel_flavor::array:
-        return array_.try_send(value);
-      case channel_flavor::list:
-        return list_.try_send(value);
-      case channel_flavor::zero:
-        break;
-    }
-    return send_status::full;
+    return flavor_ == channel_flavor::zero ? send_status::full : try_send(value);
   }
 
   /// Sends through the flavour, blocking as `options` says (the channel's counters added).

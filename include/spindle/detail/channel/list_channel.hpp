@@ -181,6 +181,9 @@ class list_channel {
     return recv_outcome<T>(c, [&] { return read(b, offset); });
   }
 
+  /// The first look of a blocking receive (channel_state::first_look): try_recv, as recv's.
+  auto first_look() noexcept -> recv_result<T> { return try_recv(); }
+
   /// Receives, blocking while the channel is empty: received, closed, timed_out or cancelled.
   auto recv(wait_options const& options) noexcept -> recv_result<T> {
     // No cheaper poll: a block may be freed under a reader that has not claimed a slot in it,

@@ -91,6 +91,12 @@ class zero_channel {
     return selection == waiter::closed ? send_status::closed : send_status::timed_out;
   }
 
+  /// The first look of a blocking receive (channel_state::first_look): always `empty`, so
+  /// that a receive takes recv(), which finds a waiting sender as well.
+  auto first_look() noexcept -> recv_result<T> {
+    return recv_result<T>{recv_status::empty, std::nullopt};
+  }
+
   /// Takes the value of a waiting sender, if one waits: received, empty or closed.
   auto try_recv() noexcept -> recv_result<T> {
     std::unique_lock lock(mutex_);
