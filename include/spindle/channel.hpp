@@ -1,10 +1,13 @@
 #pragma once
-// Multi-producer multi-consumer channels: bounded, unbounded and rendezvous.
+// Multi-producer multi-consumer channels: bounded, unbounded and rendezvous; and a bounded
+// channel for one sender and one receiver.
 //
 // `bounded<T>(n)` and `unbounded<T>()` return a connected pair of handles, a `sender<T>` and a
 // `receiver<T>`. Both are copyable (reference counted) and every operation may be called from
-// any thread, through any copy. Example: tests/channel_test.cpp (test `Channel.Example`) and
-// examples/channel_pipeline.cpp.
+// any thread, through any copy. `bounded_spsc<T>(n)` returns a move-only `spsc_sender<T>` and
+// `spsc_receiver<T>`, each for one thread at a time, with every operation of the others.
+// Examples: tests/channel_test.cpp (test `Channel.Example`), examples/channel_pipeline.cpp and
+// examples/channel_spsc.cpp.
 //
 // Flavours (after crossbeam-channel, crossbeam-channel/src/flavors/):
 //   bounded(n), n >= 1  a preallocated ring of n stamped slots (Vyukov's bounded MPMC queue as
@@ -17,6 +20,12 @@
 //   unbounded()         a lock-free list of 31-slot blocks (crossbeam list.rs); send never
 //                       blocks; memory returns to the allocator as the channel drains (one
 //                       drained block is kept for reuse). detail/channel/list_channel.hpp.
+//   bounded_spsc(n)     one sender and one receiver: Lamport's ring, each side caching the
+//                       other's index; no stamps, no CAS, no locked instruction per message
+//                       (wake-ups and close use asymmetric fences, paid by a thread about to
+//                       sleep or by close(); a channel whose waiters sleep more often than
+//                       once a millisecond switches to a fence per message).
+//                       detail/channel/spsc_channel.hpp.
 //
 // Blocking: a blocked operation keeps trying for about 100 us, then parks the thread on a
 // futex (detail/sync/wait_list.hpp); no system call is made on a path where nobody sleeps. A
@@ -28,8 +37,9 @@
 //
 // Progress: try_send/try_recv of the bounded and unbounded flavours are lock-free in the
 // system-wide sense except while the one slot they need is mid-transfer by a preempted thread
-// (they then spin on it, as crossbeam and every ticket queue do). The rendezvous flavour and
-// the registration of a blocked operation take a short futex lock.
+// (they then spin on it, as crossbeam and every ticket queue do). Those of bounded_spsc are
+// wait-free; its close() waits for a send that is inside its publication. The rendezvous
+// flavour and the registration of a blocked operation take a short futex lock.
 //
 // Happens-before: whatever a sender did before `send(v)` is visible to the receiver once its
 // receive returns v. `close()` happens before any operation that reports `closed` because of it.
@@ -55,12 +65,16 @@
 // Capacity: capacity() is the bound of a bounded channel, 0 for a rendezvous, and
 // std::numeric_limits<std::size_t>::max() for an unbounded channel.
 //
-// Memory: bounded: capacity * (8 + sizeof(T), aligned) bytes, once. Unbounded: one block of
+// Memory: bounded: capacity * (8 + sizeof(T), aligned) bytes, once; bounded_spsc: (capacity +
+// 1) * sizeof(T), aligned, once. Unbounded: one block of
 // 31 slots per 31 buffered values, plus at most one cached block. Rendezvous: nothing per
 // message. Plus a few cache lines of shared state per channel.
 //
-// When not to use: single-producer single-consumer pipelines that never block can go faster
-// with a dedicated SPSC ring; a channel is the general tool (MPMC, blocking, close, timeouts).
+// When not to use: a pipeline stage with one producer and one consumer should use
+// bounded_spsc(n) rather than bounded(n) (docs/performance.md has the figures), but a
+// request/response pair that passes one message at a time should not: the spsc receiver
+// reads two lines per message where the bounded one reads one, so bounded(1) answers sooner.
+// A ring that never blocks and never closes is still a little faster than either.
 
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/channel_state.hpp>
@@ -88,6 +102,10 @@ template <transferable T>
 class sender;
 template <transferable T>
 class receiver;
+template <transferable T>
+class spsc_sender;
+template <transferable T>
+class spsc_receiver;
 
 /// What sender::stats() and receiver::stats() report: how often the channel's blocking calls
 /// had to sleep (send, recv and their _for/_until forms; the try_ forms never sleep, and
@@ -117,6 +135,12 @@ struct channel_access {
   template <class T>
   static auto make_pair(channel_state<T>* s) noexcept -> std::pair<sender<T>, receiver<T>> {
     return {sender<T>(s, adopt_handle), receiver<T>(s, adopt_handle)};
+  }
+  template <class T>
+  static auto make_spsc_pair(channel_state<T>* s) noexcept
+      -> std::pair<spsc_sender<T>, spsc_receiver<T>> {
+    return {spsc_sender<T>(sender<T>(s, adopt_handle)),
+            spsc_receiver<T>(receiver<T>(s, adopt_handle))};
   }
   /// The state behind a handle, for select and the awaitable operations.
   template <class T>
@@ -210,7 +234,7 @@ class sender {
   }
 
   /// Closes the channel for every handle (see the file comment). Idempotent.
-  void close() noexcept { get().close(); }
+  void close() noexcept { get().close_as_sender(); }
 
   /// True once the channel is closed (by close(), or because all senders or all receivers are
   /// gone). Values may still be buffered.
@@ -524,6 +548,8 @@ class receiver {
 /// disable_sized_range is for.)
 template <class T>
 inline constexpr bool std::ranges::disable_sized_range<spindle::receiver<T>> = true;
+template <class T>
+inline constexpr bool std::ranges::disable_sized_range<spindle::spsc_receiver<T>> = true;
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
@@ -554,6 +580,62 @@ auto unbounded() {
   using state = detail::channel_state<T>;
   auto* s = new state(typename state::list_tag{});
   return detail::channel_access::make_pair(s);
+}
+
+/// The sending handle of a channel made by bounded_spsc(): a sender<T> that cannot be copied,
+/// so that the channel has exactly one. Every sender<T> operation works on it, and it goes
+/// wherever a sender<T>& is taken (select's on_send, the awaitable operations).
+///
+/// Thread safety: one thread at a time; moving it (or handing it over with the usual
+/// synchronization) gives it to another thread. Two threads using it at once is a precondition
+/// violation, as for every single-producer queue; builds with SPINDLE_ASSERTIONS report it
+/// (detail/channel/spsc_channel.hpp says how, and why not every build). A copy made through
+/// sender<T> is reported in every build.
+template <transferable T>
+class spsc_sender : public sender<T> {
+ public:
+  spsc_sender(spsc_sender&&) noexcept = default;
+  auto operator=(spsc_sender&&) noexcept -> spsc_sender& = default;
+  spsc_sender(spsc_sender const&) = delete;
+  auto operator=(spsc_sender const&) -> spsc_sender& = delete;
+  ~spsc_sender() = default;
+
+ private:
+  friend struct detail::channel_access;
+  explicit spsc_sender(sender<T>&& adopted) noexcept : sender<T>(std::move(adopted)) {}
+};
+
+/// The receiving handle of a channel made by bounded_spsc(): a receiver<T> that cannot be
+/// copied. Thread safety: as spsc_sender.
+template <transferable T>
+class spsc_receiver : public receiver<T> {
+ public:
+  spsc_receiver(spsc_receiver&&) noexcept = default;
+  auto operator=(spsc_receiver&&) noexcept -> spsc_receiver& = default;
+  spsc_receiver(spsc_receiver const&) = delete;
+  auto operator=(spsc_receiver const&) -> spsc_receiver& = delete;
+  ~spsc_receiver() = default;
+
+ private:
+  friend struct detail::channel_access;
+  explicit spsc_receiver(receiver<T>&& adopted) noexcept : receiver<T>(std::move(adopted)) {}
+};
+
+/// Creates a bounded channel for one sending thread and one receiving thread at a time: a
+/// ring without a stamp per slot, whose sides read each other's position only when the ring
+/// looks full or empty (detail/channel/spsc_channel.hpp). It blocks, closes, times out,
+/// selects, iterates and awaits as bounded(capacity) does; the handles are move-only.
+///
+/// Throws: std::invalid_argument if `capacity` is 0 (a rendezvous needs bounded(0));
+/// std::length_error if `capacity + 1` slots would not fit in memory's address space;
+/// std::bad_alloc if they cannot be allocated.
+///
+/// Returns: std::pair<spsc_sender<T>, spsc_receiver<T>>.
+template <transferable T>
+auto bounded_spsc(std::size_t capacity) {
+  using state = detail::channel_state<T>;
+  auto* s = new state(typename state::spsc_tag{}, capacity);
+  return detail::channel_access::make_spsc_pair(s);
 }
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

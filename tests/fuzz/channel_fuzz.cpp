@@ -1,7 +1,8 @@
 // Fuzz target: bytes decode into a sequence of channel operations (try_send, try_recv, close,
 // copying and dropping handles) on one thread, checked step by step against a sequential model
 // (a FIFO with a capacity and a closed flag). Values are tracked objects: at the end every
-// value was received or destroyed exactly once.
+// value was received or destroyed exactly once. The single-producer single-consumer flavour
+// (bounded_spsc) takes the same operations, except that its handles are moved, never copied.
 #include <spindle/channel.hpp>
 
 #include <cstdint>
@@ -32,14 +33,24 @@ void expect(bool cond, char const* what) {
 }
 
 void run(spindle_fuzz::byte_reader& in) {
-  auto const flavour = in.next() % 5;  // 0 unbounded, 1..3 bounded(n), 4 rendezvous
+  // 0 unbounded, 1..3 bounded(n), 4 rendezvous, 5 bounded_spsc(1), 6 bounded_spsc(3)
+  auto const flavour = in.next() % 7;
+  bool const spsc = flavour >= 5;
   std::size_t const capacity = flavour == 0   ? std::numeric_limits<std::size_t>::max()
                                : flavour == 4 ? 0
+                               : flavour == 5 ? 1
+                               : flavour == 6 ? 3
                                               : flavour;
   std::vector<spindle::sender<tracked>> senders;
   std::vector<spindle::receiver<tracked>> receivers;
   if (flavour == 0) {
     auto [tx, rx] = spindle::unbounded<tracked>();
+    senders.push_back(std::move(tx));
+    receivers.push_back(std::move(rx));
+  } else if (spsc) {
+    // The move-only handles go into the base-class vectors by move, which is allowed; a copy
+    // would abort, so case 6 below moves them instead.
+    auto [tx, rx] = spindle::bounded_spsc<tracked>(capacity);
     senders.push_back(std::move(tx));
     receivers.push_back(std::move(rx));
   } else {
@@ -89,7 +100,13 @@ void run(spindle_fuzz::byte_reader& in) {
         break;
       }
       case 6:
-        if (op & 1U) {
+        if (spsc) {
+          // Hand each handle to another variable and back: the channel must not notice.
+          auto moved_tx = std::move(senders.front());
+          auto moved_rx = std::move(receivers.front());
+          senders.front() = std::move(moved_tx);
+          receivers.front() = std::move(moved_rx);
+        } else if (op & 1U) {
           if (senders.size() < 4) {
             senders.push_back(senders.front());
           } else {

@@ -1,6 +1,8 @@
 // Channels are linearizable FIFO queues: short random histories of try_send/try_recv from three
 // threads on two channels at once (each checked on its own, by locality), for bounded(1),
-// bounded(2), bounded(3) and unbounded, checked against the sequential specification.
+// bounded(2), bounded(3) and unbounded, checked against the sequential specification. The
+// single-producer single-consumer flavour gets histories of its own: two threads, each the
+// sender of one channel and the receiver of the other.
 #include <spindle/channel.hpp>
 
 #include <gtest/gtest.h>
@@ -83,6 +85,54 @@ auto check_channels(std::size_t capacity, std::uint32_t seed) -> std::vector<ope
       run_one, [capacity](int) { return spindle_lin::fifo_spec{capacity}; });
 }
 
+/// bounded_spsc(capacity): thread 0 sends on channel 0 and receives from channel 1, thread 1
+/// the other way round, so each channel has one sending and one receiving thread.
+auto check_spsc_channels(std::size_t capacity, std::uint32_t seed) -> std::vector<operation> {
+  auto run_one = [capacity, seed](int h) {
+    auto [tx0, rx0] = spindle::bounded_spsc<std::int64_t>(capacity);
+    auto [tx1, rx1] = spindle::bounded_spsc<std::int64_t>(capacity);
+    spindle::spsc_sender<std::int64_t>* senders[2] = {&tx0, &tx1};
+    spindle::spsc_receiver<std::int64_t>* receivers[2] = {&rx1, &rx0};
+    std::vector<std::function<void(spindle_lin::recorder&)>> bodies;
+    for (int t = 0; t < 2; ++t) {
+      bodies.emplace_back([&, t, h](spindle_lin::recorder& r) {
+        std::mt19937 rng(seed * 7919U + static_cast<std::uint32_t>(h * 31 + t));
+        auto& tx = *senders[t];    // channel t
+        auto& rx = *receivers[t];  // channel 1 - t
+        for (int i = 0; i < 6; ++i) {
+          operation o;
+          if (rng() % 2 == 0) {
+            o.object = t;
+            o.kind = op_kind::send;
+            o.arg = t * 100 + i;
+            r.record(o, [&](operation& x) {
+              auto res = tx.try_send(x.arg);
+              x.result = res.status == spindle::send_status::sent   ? outcome::ok
+                         : res.status == spindle::send_status::full ? outcome::full
+                                                                    : outcome::closed;
+            });
+          } else {
+            o.object = 1 - t;
+            o.kind = op_kind::recv;
+            r.record(o, [&](operation& x) {
+              auto res = rx.try_recv();
+              if (res.status == spindle::recv_status::received) {
+                x.value = *res.value;
+              } else {
+                x.result =
+                    res.status == spindle::recv_status::empty ? outcome::empty : outcome::closed;
+              }
+            });
+          }
+        }
+      });
+    }
+    return spindle_lin::run_history(bodies);
+  };
+  return spindle_lin::first_non_linearizable(
+      run_one, [capacity](int) { return spindle_lin::fifo_spec{capacity}; });
+}
+
 }  // namespace
 
 TEST(LinChannel, Example) {
@@ -114,4 +164,12 @@ TEST(LinChannel, BoundedCapacityNineSpreadsItsSlots) {
 TEST(LinChannel, Unbounded) {
   auto const bad = check_channels(std::numeric_limits<std::size_t>::max(), 4);
   EXPECT_TRUE(bad.empty()) << "unbounded history not linearizable:\n" << spindle_lin::describe(bad);
+}
+
+TEST(LinChannel, SpscCapacityOneAndTwo) {
+  for (std::size_t capacity : {std::size_t{1}, std::size_t{2}}) {
+    auto const bad = check_spsc_channels(capacity, 6);
+    EXPECT_TRUE(bad.empty()) << "bounded_spsc(" << capacity << ") history not linearizable:\n"
+                             << spindle_lin::describe(bad);
+  }
 }

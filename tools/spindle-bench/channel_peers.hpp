@@ -196,6 +196,60 @@ class spindle_channel {
   std::optional<std::pair<spindle::sender<u64>, spindle::receiver<u64>>> ends_;
 };
 
+/// spindle's channel for one sender and one receiver (bounded_spsc): the same natural API as
+/// spindle_channel, with the move-only handles handed to the one producer and the one consumer.
+class spindle_spsc_channel {
+ public:
+  static constexpr std::string_view key = "spindle-spsc";
+  static constexpr std::string_view name = "spindle spsc";
+  static constexpr bool fifo = true;
+  static constexpr bool single_producer_single_consumer = true;
+
+  static auto note(std::size_t /*capacity*/) -> std::string {
+    return "bounded_spsc; recv() blocks; close by dropping the sender";
+  }
+
+  spindle_spsc_channel(std::size_t capacity, u64 /*total*/)
+      : ends_(spindle::bounded_spsc<u64>(capacity)) {}
+
+  class producer {
+   public:
+    explicit producer(spindle::spsc_sender<u64> tx) : tx_(std::move(tx)) {}
+    void push(u64 v) {
+      if (!tx_.send(v)) {
+        fail("spindle spsc send() failed on an open channel");
+      }
+    }
+
+   private:
+    spindle::spsc_sender<u64> tx_;
+  };
+
+  class consumer {
+   public:
+    explicit consumer(spindle::spsc_receiver<u64> rx) : rx_(std::move(rx)) {}
+    auto pop(u64& out) -> bool {
+      auto v = rx_.recv();
+      if (!v) {
+        return false;
+      }
+      out = *v;
+      return true;
+    }
+
+   private:
+    spindle::spsc_receiver<u64> rx_;
+  };
+
+  /// Called once each: the handles move out.
+  auto make_producer() -> producer { return producer(std::move(ends_->first)); }
+  auto make_consumer() -> consumer { return consumer(std::move(ends_->second)); }
+  void seal() { ends_.reset(); }
+
+ private:
+  std::optional<std::pair<spindle::spsc_sender<u64>, spindle::spsc_receiver<u64>>> ends_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // A bare single-producer single-consumer ring: the floor a channel with one sender and one
 // receiver is measured against (issue 15 quotes a bare ring's figure as the SPSC target).
@@ -692,6 +746,7 @@ template <class Visit>
 void for_each_channel_impl(Visit&& visit) {
   visit.template operator()<spindle_channel<true>>();
   visit.template operator()<spindle_channel<false>>();
+  visit.template operator()<spindle_spsc_channel>();
   visit.template operator()<mutex_queue>();
   visit.template operator()<bare_spsc_ring>();
 #if defined(SPINDLE_HAVE_MOODYCAMEL)

@@ -149,13 +149,23 @@ void check_pingpong(pingpong_result const& r, u64 rounds, std::string const& who
   }
 }
 
-/// The coroutines on an executor of `workers`; nanoseconds per round trip.
+/// The coroutines on an executor of `workers`, over bounded(1) channels or, with `spsc`,
+/// bounded_spsc(1) (whose move-only handles the coroutines take as a plain sender and
+/// receiver); nanoseconds per round trip.
+template <bool Spsc = false>
 auto pingpong_coroutines(std::size_t workers, u64 rounds) -> double {
   pingpong_result r;
   {
     spindle::executor ex{workers};
-    auto there = spindle::bounded<u64>(1);
-    auto back = spindle::bounded<u64>(1);
+    auto make = [] {
+      if constexpr (Spsc) {
+        return spindle::bounded_spsc<u64>(1);
+      } else {
+        return spindle::bounded<u64>(1);
+      }
+    };
+    auto there = make();
+    auto back = make();
     auto e = ex.spawn(echo(std::move(there.second), std::move(back.first), &r));
     auto p = ex.spawn(ping(std::move(there.first), std::move(back.second), rounds, &r));
     p.join();
@@ -214,6 +224,10 @@ void pingpong_scenario(u64 rounds, int runs, bool json) {
                [rounds] { return pingpong_coroutines(2, rounds); }});
   m.push_back({{"spindle coroutines, executor{1}", "both coroutines on one worker", {}},
                [rounds] { return pingpong_coroutines(1, rounds); }});
+  m.push_back({{"spindle coroutines over bounded_spsc, executor{2}",
+                "every wait is a select-style watch: see the fence switch in spsc_channel.hpp",
+                {}},
+               [rounds] { return pingpong_coroutines<true>(2, rounds); }});
   m.push_back({{"spindle threads, blocking send/recv", "baseline: two std::threads", {}},
                [rounds] { return pingpong_threads(rounds); }});
   auto rows = interleave(std::move(m), runs);

@@ -263,6 +263,14 @@ inline void fence(std::memory_order order) noexcept {
   }
 }
 
+/// The heavy side of an asymmetric fence pair: drains every thread's store buffer, then fences
+/// the caller (execution::heavy_fence).
+inline void heavy_fence() noexcept {
+  if (auto* ex = impl::enter_serialising("heavy_fence", nullptr); ex != nullptr) {
+    ex->heavy_fence(impl::current_thread);
+  }
+}
+
 /// One busy-wait step: a scheduling point; repeated spinning with no write anywhere makes the
 /// thread yield to the others (see "livelocks" in scheduler.hpp).
 inline void spin_pause() noexcept {

@@ -227,6 +227,17 @@ class execution {
     note_event(me, "fence", nullptr, 0, order_name(o));
   }
 
+  /// The heavy side of an asymmetric fence pair (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED):
+  /// every thread executes a full barrier at its current point, so every store buffer drains;
+  /// then the caller's own seq_cst fence. The light side is a compiler barrier only, which the
+  /// model does not see: its stores wait in the buffer like any other.
+  void heavy_fence(int me) {
+    for (std::size_t t = 0; t < threads_.size(); ++t) {
+      drain(static_cast<int>(t));
+    }
+    fence(me, std::memory_order_seq_cst);
+  }
+
   /// Returns false when the wait timed out (a scheduler choice for timed waits).
   auto futex_wait(int me, void const* word, std::uint32_t now, std::uint32_t expected, bool timed)
       -> bool {

@@ -1,5 +1,5 @@
 #pragma once
-// The shared state behind a pair of channel handles: one of the three flavours plus the
+// The shared state behind a pair of channel handles: one of the four flavours plus the
 // sender and receiver reference counts that decide when the channel closes, when it discards
 // its buffered values, and when it is freed.
 //
@@ -8,7 +8,7 @@
 // what is buffered at once; whichever side lets go last frees the state (a `destroy` flag,
 // set by exchange, picks that side exactly once).
 //
-// Flavour dispatch is a switch on a tag that never changes (a union of the three flavours),
+// Flavour dispatch is a switch on a tag that never changes (a union of the four flavours),
 // not a virtual call: every operation of a handle is one predictable branch away from the
 // flavour's code, and the flavours stay plain classes with the same small interface:
 //   try_send(T&) / send(T&, wait_options) -> send_status   (value moved from only when sent)
@@ -22,6 +22,7 @@
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/array_channel.hpp>
 #include <spindle/detail/channel/list_channel.hpp>
+#include <spindle/detail/channel/spsc_channel.hpp>
 #include <spindle/detail/channel/wait_budget.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/channel/zero_channel.hpp>
@@ -38,7 +39,7 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
-enum class channel_flavor : std::uint8_t { array, list, zero };
+enum class channel_flavor : std::uint8_t { array, list, zero, spsc };
 
 /// Tag of the handle constructors that adopt a count of a freshly made channel_state.
 struct adopt_handle_t {
@@ -52,12 +53,16 @@ class channel_state {
   struct array_tag {};
   struct list_tag {};
   struct zero_tag {};
+  struct spsc_tag {};
 
   /// Throws: as array_channel's constructor.
   channel_state(array_tag /*tag*/, std::size_t capacity)
       : flavor_(channel_flavor::array), array_(capacity) {}
   explicit channel_state(list_tag /*tag*/) : flavor_(channel_flavor::list), list_() {}
   explicit channel_state(zero_tag /*tag*/) : flavor_(channel_flavor::zero), zero_() {}
+  /// Throws: as spsc_channel's constructor.
+  channel_state(spsc_tag /*tag*/, std::size_t capacity)
+      : flavor_(channel_flavor::spsc), spsc_(capacity) {}
 
   channel_state(channel_state const&) = delete;
   auto operator=(channel_state const&) -> channel_state& = delete;
@@ -72,6 +77,9 @@ class channel_state {
         break;
       case channel_flavor::zero:
         std::destroy_at(&zero_);
+        break;
+      case channel_flavor::spsc:
+        std::destroy_at(&spsc_);
         break;
     }
   }
@@ -89,6 +97,15 @@ class channel_state {
   /// Closes the channel for every handle; idempotent.
   void close() noexcept {
     visit([](auto& flavour) { static_cast<void>(flavour.close()); });
+  }
+  /// close() by a sender handle: the same, but the SPSC flavour knows that its one sender is
+  /// not sending and skips its hand-shake (spsc_channel::close_as_sender).
+  void close_as_sender() noexcept {
+    if (flavor_ == channel_flavor::spsc) {
+      static_cast<void>(spsc_.close_as_sender());
+      return;
+    }
+    close();
   }
   [[nodiscard]] auto is_closed() const noexcept -> bool {
     return visit([](auto const& flavour) { return flavour.is_closed(); });
@@ -111,6 +128,8 @@ class channel_state {
         return array_.capacity();
       case channel_flavor::list:
         return std::numeric_limits<std::size_t>::max();
+      case channel_flavor::spsc:
+        return spsc_.capacity();
       case channel_flavor::zero:
         break;
     }
@@ -201,12 +220,18 @@ class channel_state {
   }
 
   void acquire_sender() noexcept {
+    SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
+                  "a copy of a spindle::spsc_sender (through sender<T>): a single-producer "
+                  "channel has exactly one sender handle");
     // relaxed: the new handle is copied from a live one, which keeps the count above zero;
     // nothing is published by the increment.
     senders_.fetch_add(1, std::memory_order_relaxed);
   }
 
   void acquire_receiver() noexcept {
+    SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
+                  "a copy of a spindle::spsc_receiver (through receiver<T>): a single-consumer "
+                  "channel has exactly one receiver handle");
     // relaxed: as in acquire_sender().
     receivers_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -218,7 +243,7 @@ class channel_state {
     if (self->senders_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
       return;
     }
-    self->close();
+    self->close_as_sender();
     self->finish();
   }
 
@@ -242,6 +267,8 @@ class channel_state {
         return fn(self.array_);
       case channel_flavor::list:
         return fn(self.list_);
+      case channel_flavor::spsc:
+        return fn(self.spsc_);
       case channel_flavor::zero:
         break;
     }
@@ -270,6 +297,7 @@ class channel_state {
     array_channel<T> array_;
     list_channel<T> list_;
     zero_channel<T> zero_;
+    spsc_channel<T> spsc_;
   };
 };
 

@@ -16,6 +16,19 @@
 // thread-private word under TSan: a full barrier on the fence's own thread, and TSan sees no
 // edge to other threads, so it cannot hide a real race.
 //
+// Asymmetric fences. A Dekker pair whose one side runs on every message and whose other side
+// runs only before a thread goes to sleep can put the whole cost of the store->load barrier on
+// the rare side: `light_fence()` on the common side is a compiler barrier, and `heavy_fence()`
+// on the rare side makes every running thread of the process execute a full barrier
+// (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED), which together order as two seq_cst
+// fences would (D. Dice, H. Huang, M. Yang, "Asymmetric Dekker Synchronization", 2001; Linux
+// uses the same pairing between membarrier and the barriers of its scheduler). The heavy side
+// costs a system call and an interrupt per other CPU (10-20 us on a VM), so it belongs only
+// next to a sleep. Where the kernel refuses the command (no membarrier, a seccomp filter),
+// asymmetric_fences() is false and both sides are fence_seq_cst(). Under the model checker the
+// heavy side drains every thread's store buffer (model::heavy_fence) and the light side is
+// nothing, so a missing heavy fence shows up as a lost wake-up in x86-TSO mode.
+//
 // Payload race hooks. `note_read`/`note_write` mark plain (non-atomic) accesses to shared
 // payload storage. They compile to nothing outside model checking; under the model checker
 // they feed its vector-clock race detector, so a missing release/acquire pair on a slot is
@@ -40,6 +53,7 @@
 #else
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <climits>
@@ -65,6 +79,13 @@ using os_thread = ::spindle::model::thread;
 // seq_cst: the model's fence; pairs as the fence it stands for does.
 inline void fence_seq_cst() noexcept {
   ::spindle::model::fence(std::memory_order_seq_cst);
+}
+inline auto asymmetric_fences() noexcept -> bool {
+  return true;
+}
+inline void light_fence(bool /*asymmetric*/) noexcept {}
+inline void heavy_fence(bool /*asymmetric*/) noexcept {
+  ::spindle::model::heavy_fence();
 }
 inline void spin_pause() noexcept {
   ::spindle::model::spin_pause();
@@ -114,6 +135,44 @@ inline void fence_seq_cst() noexcept {
   // seq_cst: the fence itself; each caller names the fence or operation it pairs with.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
+}
+
+/// Whether heavy_fence() can be the asymmetric one (see the file comment): registers the
+/// process for MEMBARRIER_CMD_PRIVATE_EXPEDITED on the first call and remembers the answer.
+inline auto asymmetric_fences() noexcept -> bool {
+#if defined(__linux__) && defined(SYS_membarrier)
+  static bool const available =
+      ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  return available;
+#else
+  return false;
+#endif
+}
+
+/// The common side of an asymmetric pair: orders the caller's earlier stores before its later
+/// loads against a heavy_fence() on another thread. `asymmetric`: what asymmetric_fences()
+/// said when the structure was made; without it this is fence_seq_cst().
+inline void light_fence(bool asymmetric) noexcept {
+  if (asymmetric) {
+    // seq_cst signal fence: a compiler barrier only; the heavy side supplies the CPU barrier.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    fence_seq_cst();
+  }
+}
+
+/// The rare side of an asymmetric pair: every thread of the process that is running executes
+/// a full barrier before this returns (threads not running pass one when they are switched
+/// in), and so does the caller.
+inline void heavy_fence(bool asymmetric) noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)
+  if (asymmetric) {
+    ::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    return;
+  }
+#endif
+  static_cast<void>(asymmetric);
+  fence_seq_cst();
 }
 
 /// One step of a busy-wait: tells the CPU we are spinning (PAUSE on x86, YIELD on arm).

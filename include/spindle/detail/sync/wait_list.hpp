@@ -322,7 +322,10 @@ class wait_list {
   /// when nobody waits. Returns whether it woke one.
   auto notify_one(waiter const* exclude = nullptr) noexcept -> bool {
     // seq_cst (B): pairs with (A) in push(); the caller's state change (a seq_cst RMW on the
-    // structure's position, or a detail::fence_seq_cst()) is ordered before this load.
+    // structure's position, or a detail::fence_seq_cst()) is ordered before this load. The
+    // SPSC channel's state change is a release store followed by light_fence(), which orders
+    // it before this load against the heavy_fence() its waiters run after push()
+    // (detail/sync/atomic.hpp, "Asymmetric fences").
     if (is_empty_.load(std::memory_order_seq_cst)) {
       return false;
     }
