@@ -22,6 +22,30 @@ using spindle_lin::outcome;
 
 namespace {
 
+/// Records a try_send of `o.arg` through `tx` as operation `o`.
+template <class Sender>
+void record_try_send(spindle_lin::recorder& r, operation o, Sender& tx) {
+  r.record(o, [&](operation& x) {
+    auto res = tx.try_send(x.arg);
+    x.result = res.status == spindle::send_status::sent   ? outcome::ok
+               : res.status == spindle::send_status::full ? outcome::full
+                                                          : outcome::closed;
+  });
+}
+
+/// Records a try_recv through `rx` as operation `o`.
+template <class Receiver>
+void record_try_recv(spindle_lin::recorder& r, operation o, Receiver& rx) {
+  r.record(o, [&](operation& x) {
+    auto res = rx.try_recv();
+    if (res.status == spindle::recv_status::received) {
+      x.value = *res.value;
+    } else {
+      x.result = res.status == spindle::recv_status::empty ? outcome::empty : outcome::closed;
+    }
+  });
+}
+
 struct channel_pair {
   spindle::sender<std::int64_t> tx;
   spindle::receiver<std::int64_t> rx;
@@ -58,23 +82,10 @@ auto check_channels(std::size_t capacity, std::uint32_t seed) -> std::vector<ope
           if (send) {
             o.kind = op_kind::send;
             o.arg = t * 100 + i;
-            r.record(o, [&](operation& x) {
-              auto res = s.try_send(x.arg);
-              x.result = res.status == spindle::send_status::sent   ? outcome::ok
-                         : res.status == spindle::send_status::full ? outcome::full
-                                                                    : outcome::closed;
-            });
+            record_try_send(r, o, s);
           } else {
             o.kind = op_kind::recv;
-            r.record(o, [&](operation& x) {
-              auto res = v.try_recv();
-              if (res.status == spindle::recv_status::received) {
-                x.value = *res.value;
-              } else {
-                x.result =
-                    res.status == spindle::recv_status::empty ? outcome::empty : outcome::closed;
-              }
-            });
+            record_try_recv(r, o, v);
           }
         }
       });
@@ -105,24 +116,11 @@ auto check_spsc_channels(std::size_t capacity, std::uint32_t seed) -> std::vecto
             o.object = t;
             o.kind = op_kind::send;
             o.arg = t * 100 + i;
-            r.record(o, [&](operation& x) {
-              auto res = tx.try_send(x.arg);
-              x.result = res.status == spindle::send_status::sent   ? outcome::ok
-                         : res.status == spindle::send_status::full ? outcome::full
-                                                                    : outcome::closed;
-            });
+            record_try_send(r, o, tx);
           } else {
             o.object = 1 - t;
             o.kind = op_kind::recv;
-            r.record(o, [&](operation& x) {
-              auto res = rx.try_recv();
-              if (res.status == spindle::recv_status::received) {
-                x.value = *res.value;
-              } else {
-                x.result =
-                    res.status == spindle::recv_status::empty ? outcome::empty : outcome::closed;
-              }
-            });
+            record_try_recv(r, o, rx);
           }
         }
       });

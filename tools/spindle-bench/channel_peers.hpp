@@ -140,6 +140,40 @@ class plain_producer {
 // ---------------------------------------------------------------------------------------------
 // spindle
 
+/// A producer over a spindle sender handle (`Sender`: sender<u64> or spsc_sender<u64>): each
+/// producer owns its handle, and destroying the last one closes the channel.
+template <class Sender>
+class spindle_producer {
+ public:
+  explicit spindle_producer(Sender tx) : tx_(std::move(tx)) {}
+  void push(u64 v) {
+    if (!tx_.send(v)) {
+      fail("spindle send() failed on an open channel");
+    }
+  }
+
+ private:
+  Sender tx_;
+};
+
+/// A consumer over a spindle receiver handle: recv() until the channel is closed and drained.
+template <class Receiver>
+class spindle_consumer {
+ public:
+  explicit spindle_consumer(Receiver rx) : rx_(std::move(rx)) {}
+  auto pop(u64& out) -> bool {
+    auto v = rx_.recv();
+    if (!v) {
+      return false;
+    }
+    out = *v;
+    return true;
+  }
+
+ private:
+  Receiver rx_;
+};
+
 template <bool Bounded>
 class spindle_channel {
  public:
@@ -158,34 +192,8 @@ class spindle_channel {
   spindle_channel(std::size_t capacity, u64 /*total*/)
       : ends_(Bounded ? spindle::bounded<u64>(capacity) : spindle::unbounded<u64>()) {}
 
-  class producer {
-   public:
-    explicit producer(spindle::sender<u64> tx) : tx_(std::move(tx)) {}
-    void push(u64 v) {
-      if (!tx_.send(v)) {
-        fail("spindle send() failed on an open channel");
-      }
-    }
-
-   private:
-    spindle::sender<u64> tx_;
-  };
-
-  class consumer {
-   public:
-    explicit consumer(spindle::receiver<u64> rx) : rx_(std::move(rx)) {}
-    auto pop(u64& out) -> bool {
-      auto v = rx_.recv();
-      if (!v) {
-        return false;
-      }
-      out = *v;
-      return true;
-    }
-
-   private:
-    spindle::receiver<u64> rx_;
-  };
+  using producer = spindle_producer<spindle::sender<u64>>;
+  using consumer = spindle_consumer<spindle::receiver<u64>>;
 
   auto make_producer() -> producer { return producer(ends_->first); }
   auto make_consumer() -> consumer { return consumer(ends_->second); }
@@ -212,34 +220,8 @@ class spindle_spsc_channel {
   spindle_spsc_channel(std::size_t capacity, u64 /*total*/)
       : ends_(spindle::bounded_spsc<u64>(capacity)) {}
 
-  class producer {
-   public:
-    explicit producer(spindle::spsc_sender<u64> tx) : tx_(std::move(tx)) {}
-    void push(u64 v) {
-      if (!tx_.send(v)) {
-        fail("spindle spsc send() failed on an open channel");
-      }
-    }
-
-   private:
-    spindle::spsc_sender<u64> tx_;
-  };
-
-  class consumer {
-   public:
-    explicit consumer(spindle::spsc_receiver<u64> rx) : rx_(std::move(rx)) {}
-    auto pop(u64& out) -> bool {
-      auto v = rx_.recv();
-      if (!v) {
-        return false;
-      }
-      out = *v;
-      return true;
-    }
-
-   private:
-    spindle::spsc_receiver<u64> rx_;
-  };
+  using producer = spindle_producer<spindle::spsc_sender<u64>>;
+  using consumer = spindle_consumer<spindle::spsc_receiver<u64>>;
 
   /// Called once each: the handles move out.
   auto make_producer() -> producer { return producer(std::move(ends_->first)); }
