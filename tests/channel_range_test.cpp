@@ -26,16 +26,12 @@
 #include <utility>
 #include <vector>
 
+#include "support/range_adaptors.hpp"
 #include "support/tracked.hpp"
 
-// clang before 16 cannot compile libstdc++'s range adaptors at all (`v | std::views::take(1)`
-// over a std::vector fails too), so the tests that use them need g++ or a newer clang. The
-// tests on std::counted_iterator below, the mechanism of take and counted, run everywhere.
-#if defined(__clang__) && defined(__GLIBCXX__) && __clang_major__ < 16
-#define SPINDLE_TEST_RANGE_ADAPTORS 0
-#else
-#define SPINDLE_TEST_RANGE_ADAPTORS 1
-#endif
+// The tests that use the standard range adaptors need a compiler that builds them
+// (support/range_adaptors.hpp); the tests on std::counted_iterator below, the mechanism of take
+// and counted, run everywhere.
 
 namespace {
 

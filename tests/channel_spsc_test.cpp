@@ -41,15 +41,10 @@
 #include <utility>
 #include <vector>
 
+#include "support/no_leak.hpp"
+#include "support/range_adaptors.hpp"
 #include "support/sizes.hpp"
 #include "support/tracked.hpp"
-
-// clang before 16 cannot compile libstdc++'s range adaptors (see channel_range_test.cpp).
-#if defined(__clang__) && defined(__GLIBCXX__) && __clang_major__ < 16
-#define SPINDLE_TEST_RANGE_ADAPTORS 0
-#else
-#define SPINDLE_TEST_RANGE_ADAPTORS 1
-#endif
 
 namespace {
 
@@ -89,17 +84,7 @@ auto thread_cpu_time() -> std::chrono::nanoseconds {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
-/// Checks, on destruction, that every tracked object made in the scope is gone again.
-class no_leak {
- public:
-  no_leak() = default;
-  no_leak(no_leak const&) = delete;
-  auto operator=(no_leak const&) -> no_leak& = delete;
-  ~no_leak() { EXPECT_EQ(tracked::live(), base_) << "tracked values leaked or destroyed twice"; }
-
- private:
-  std::int64_t base_ = tracked::live();
-};
+using spindle_test::no_leak;
 
 // A producer thread owns the only sender, the consumer the only receiver. The handles cannot
 // be copied, so the sender is moved into the thread; when the thread ends, the sender goes

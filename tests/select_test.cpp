@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/no_leak.hpp"
 #include "support/tracked.hpp"
 
 namespace {
@@ -45,17 +46,7 @@ auto make_channel(std::size_t capacity) -> std::pair<spindle::sender<T>, spindle
   return spindle::bounded<T>(capacity);
 }
 
-/// Checks, on destruction, that every tracked object made in the scope is gone again.
-class no_leak {
- public:
-  no_leak() = default;
-  no_leak(no_leak const&) = delete;
-  auto operator=(no_leak const&) -> no_leak& = delete;
-  ~no_leak() { EXPECT_EQ(tracked::live(), base_) << "tracked values leaked or destroyed twice"; }
-
- private:
-  std::int64_t base_ = tracked::live();
-};
+using spindle_test::no_leak;
 
 // ---- The shape of a select -----------------------------------------------------------------
 
