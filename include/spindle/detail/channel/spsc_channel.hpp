@@ -65,8 +65,9 @@
 //   tail_   written by the sender (release store) and, once, by close (fetch_or of the mark);
 //           read by everyone. Its release publishes the value constructed in the slot (the
 //           receiver's acquire load pairs).
-//   head_   written by the receiver (release store); read by everyone. Its release hands the
-//           emptied slot back (the sender's acquire load pairs).
+//   head_   (rx_.head, on the receiver's line) written by the receiver (release store); read
+//           by everyone. Its release hands the emptied slot back (the sender's acquire load
+//           pairs).
 //   closed_, publishing  the close hand-shake above (asymmetric fences between them).
 //   head_cache / tail_cache  plain: each touched only by the side that owns it.
 //   senders_/receivers_  wait lists (detail/sync/wait_list.hpp); the light_fence() after a
@@ -297,7 +298,7 @@ class spsc_channel {
     for (;;) {
       // seq_cst: the three loads form a consistent snapshot when the two tail loads agree.
       auto const tail = tail_.value.load(std::memory_order_seq_cst);
-      auto const head = head_.value.load(std::memory_order_seq_cst);
+      auto const head = rx_.value.head.load(std::memory_order_seq_cst);
       if (tail_.value.load(std::memory_order_seq_cst) != tail) {
         continue;
       }
@@ -332,8 +333,13 @@ class spsc_channel {
     std::uint64_t head_cache = 0;
   };
 
-  /// The receiver's private line, as sender_side.
+  /// The receiver's line: its position (head_) and what only the receiver touches. The sender
+  /// reads head_ only when its cached head says full, so the receiver's other fields can share
+  /// the line (unlike the sender's `publishing`, written twice per send beside a tail_ that the
+  /// receiver polls whenever the ring looks empty).
   struct receiver_side {
+    // The receiver's next index.
+    atomic<std::uint64_t> head{0};
     atomic<bool> busy{false};
     // The sender's index (unmarked) as the receiver last read it: tail_ is at least there.
     std::uint64_t tail_cache = 0;
@@ -395,7 +401,7 @@ class spsc_channel {
 
   /// Notes a waiter's heavy fence; true when the last `heavy_streak` came close together.
   auto heavy_fences_too_often() noexcept -> bool {
-    auto& log = heavy_log_.value;
+    auto& log = heavy_log_;
 #if defined(SPINDLE_MODEL_CHECK)
     std::int64_t const now = 0;  // the model has no clock: every fence is close to the last
 #else
@@ -463,7 +469,7 @@ class spsc_channel {
     if (after == tx.head_cache) {
       // acquire: pairs with the receiver's release store of head_ in recv_once(), which comes
       // after it moved the slot's value out and destroyed it.
-      tx.head_cache = head_.value.load(std::memory_order_acquire);
+      tx.head_cache = rx_.value.head.load(std::memory_order_acquire);
       if (after == tx.head_cache) {
         return send_status::full;
       }
@@ -517,7 +523,7 @@ class spsc_channel {
       return send_status::closed;
     }
     // acquire: as in send_once.
-    tx.head_cache = head_.value.load(std::memory_order_acquire);
+    tx.head_cache = rx_.value.head.load(std::memory_order_acquire);
     if (capacity_ - distance(tx.head_cache, tail) < resume_room_) {
       return send_status::full;
     }
@@ -527,7 +533,7 @@ class spsc_channel {
   SPINDLE_ALWAYS_INLINE auto recv_once() noexcept -> recv_result<T> {
     auto& rx = rx_.value;
     // relaxed: the receiver's own index; only the receiver writes it.
-    auto const head = head_.value.load(std::memory_order_relaxed);
+    auto const head = rx_.value.head.load(std::memory_order_relaxed);
     if (head == rx.tail_cache) {
       // acquire: pairs with the sender's CAS in send_once(): the values up to tail are
       // constructed.
@@ -546,7 +552,7 @@ class spsc_channel {
                        std::optional<T>(std::in_place, std::move(c.value()))};
     std::destroy_at(&c.value());
     // release: hands the emptied slot back; pairs with the sender's acquire load of head_.
-    head_.value.store(next(head), std::memory_order_release);
+    rx_.value.head.store(next(head), std::memory_order_release);
     // The common side of the pair with before_recheck() in a sender that registers to wait.
     after_publication();
     senders_.value.notify_one();
@@ -555,7 +561,7 @@ class spsc_channel {
 
   [[nodiscard]] auto is_empty() const noexcept -> bool {
     // seq_cst: the re-check after registering a receiver (wait_list.hpp (A)).
-    auto const head = head_.value.load(std::memory_order_seq_cst);
+    auto const head = rx_.value.head.load(std::memory_order_seq_cst);
     auto const tail = tail_.value.load(std::memory_order_seq_cst);
     return (tail & ~mark_bit) == head;
   }
@@ -563,15 +569,13 @@ class spsc_channel {
   [[nodiscard]] auto is_full() const noexcept -> bool {
     // seq_cst: the re-check after registering a sender (wait_list.hpp (A)).
     auto const tail = tail_.value.load(std::memory_order_seq_cst);
-    auto const head = head_.value.load(std::memory_order_seq_cst);
+    auto const head = rx_.value.head.load(std::memory_order_seq_cst);
     return next(tail & ~mark_bit) == head;
   }
 
   // The sender's next index, and the close mark. INVARIANT (index part): the slots from
   // head_ to tail_ (exclusive, wrapping) hold live values.
   cache_padded<atomic<std::uint64_t>> tail_;
-  // The receiver's next index.
-  cache_padded<atomic<std::uint64_t>> head_;
   cache_padded<sender_side> tx_;
   cache_padded<receiver_side> rx_;
   // Read-only after construction.
@@ -586,8 +590,9 @@ class spsc_channel {
   // How the wake-up pair is fenced: moves at most once, asymmetric -> switching -> symmetric
   // (see the header); read by every publication.
   atomic<std::uint8_t> fence_mode_;
-  // The waiters' record of their heavy fences, for the switch; written only next to a sleep.
-  cache_padded<heavy_fence_log> heavy_log_;
+  // The waiters' record of their heavy fences, for the switch; written only next to a sleep,
+  // so it may share the line of the fields above, which every operation reads.
+  heavy_fence_log heavy_log_;
   std::unique_ptr<cell[]> slots_;
   cache_padded<wait_list> senders_;
   cache_padded<wait_list> receivers_;

@@ -319,8 +319,9 @@ class wait_list {
   }
 
   /// Wakes one waiter, if any waits: the oldest still waiting (not `exclude`). Costs one load
-  /// when nobody waits. Returns whether it woke one.
-  auto notify_one(waiter const* exclude = nullptr) noexcept -> bool {
+  /// when nobody waits: that load is inlined into the caller (every send and receive of a
+  /// channel makes it), the wake is a call. Returns whether it woke one.
+  SPINDLE_ALWAYS_INLINE auto notify_one(waiter const* exclude = nullptr) noexcept -> bool {
     // seq_cst (B): pairs with (A) in push(); the caller's state change (a seq_cst RMW on the
     // structure's position, or a detail::fence_seq_cst()) is ordered before this load. The
     // SPSC channel's state change is a release store followed by light_fence(), which orders
@@ -329,6 +330,11 @@ class wait_list {
     if (is_empty_.load(std::memory_order_seq_cst)) {
       return false;
     }
+    return notify_one_waiting(exclude);
+  }
+
+  /// notify_one() once its look found a waiter registered: selects and wakes one.
+  [[gnu::noinline]] auto notify_one_waiting(waiter const* exclude) noexcept -> bool {
     wait_entry* e = nullptr;
     {
       std::lock_guard lock(mutex_);
