@@ -235,6 +235,7 @@ class execution {
     for (std::size_t t = 0; t < threads_.size(); ++t) {
       drain(static_cast<int>(t));
     }
+    // seq_cst: the caller's own full barrier, which membarrier(2) also implies for the caller.
     fence(me, std::memory_order_seq_cst);
   }
 

@@ -415,6 +415,7 @@ class spsc_channel {
       log.streak.store(0, std::memory_order_relaxed);
       return false;
     }
+    // relaxed: as above; a lost or doubled count only moves the switch by one wait.
     return log.streak.fetch_add(1, std::memory_order_relaxed) + 1 >= heavy_streak;
   }
 
