@@ -9,7 +9,11 @@
 // --messages/--capacity): P producers each send N u64 messages through one queue of capacity
 // K to C consumers. Threads wait on a start gate; the time runs from the release of the gate
 // to the moment the last consumer has seen the end of the stream. Result: million messages
-// per second (higher is better).
+// per second (higher is better). A second table gives, from the same runs, the CPU time all
+// producer and consumer threads used per message (CLOCK_THREAD_CPUTIME_ID from the gate to each
+// thread's end, summed over the threads, divided by the messages; lower is better): it tells
+// the cost of a message apart from the machine's phase and from how the threads shared the
+// cores, and it shows what a spinning peer burns while it waits.
 //
 // Ping-pong: two queues of capacity 1 (or the peer's smallest); one thread sends i on the
 // first and waits for it on the second, an echo thread sends back what it receives. Result:
@@ -70,9 +74,15 @@ auto seconds_since(clock::time_point t0, clock::time_point t1) -> double {
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-/// P producers, C consumers, N messages each; returns million messages per second.
+/// What one throughput run measured.
+struct throughput_sample {
+  double msgs_per_s = 0;      // million messages per second
+  double cpu_ns_per_msg = 0;  // CPU of every producer and consumer thread, per message
+};
+
+/// P producers, C consumers, N messages each.
 template <class Q>
-auto run_throughput(workload const& w) -> double {
+auto run_throughput(workload const& w) -> throughput_sample {
   auto const total = static_cast<u64>(w.producers) * w.messages;
   auto q = std::make_unique<Q>(w.capacity, total);
   auto const threads = static_cast<std::ptrdiff_t>(w.producers + w.consumers);
@@ -80,6 +90,8 @@ auto run_throughput(workload const& w) -> double {
   std::latch go(1);
   std::vector<tally> tallies(static_cast<std::size_t>(w.consumers), tally(w.producers));
   std::vector<clock::time_point> finished(static_cast<std::size_t>(w.consumers));
+  // One entry per thread, each written once by its own thread: its CPU time from the gate on.
+  std::vector<std::chrono::nanoseconds> cpu(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   pool.reserve(static_cast<std::size_t>(threads));
 
@@ -89,11 +101,13 @@ auto run_throughput(workload const& w) -> double {
       tally t(w.producers);
       ready.count_down();
       go.wait();
+      auto const c0 = thread_cpu_now();
       u64 v = 0;
       while (rx.pop(v)) {
         t.see(v, Q::fifo);
       }
       finished[static_cast<std::size_t>(c)] = clock::now();
+      cpu[static_cast<std::size_t>(c)] = thread_cpu_now() - c0;
       tallies[static_cast<std::size_t>(c)] = std::move(t);
     });
   }
@@ -102,10 +116,12 @@ auto run_throughput(workload const& w) -> double {
       auto tx = std::move(handle);  // destroyed at the end of this thread's work: "done"
       ready.count_down();
       go.wait();
+      auto const c0 = thread_cpu_now();
       auto const id = static_cast<u64>(p);
       for (u64 s = 1; s <= w.messages; ++s) {
         tx.push(encode(id, s));
       }
+      cpu[static_cast<std::size_t>(w.consumers + p)] = thread_cpu_now() - c0;
     });
   }
   q->seal();
@@ -117,7 +133,12 @@ auto run_throughput(workload const& w) -> double {
   }
   verify(Q::name, w, tallies);
   auto const t1 = *std::max_element(finished.begin(), finished.end());
-  return static_cast<double>(total) / seconds_since(t0, t1) / 1e6;
+  std::chrono::nanoseconds used{0};
+  for (auto const c : cpu) {
+    used += c;
+  }
+  return {static_cast<double>(total) / seconds_since(t0, t1) / 1e6,
+          static_cast<double>(used.count()) / static_cast<double>(total)};
 }
 
 /// Round trips through two queues; returns nanoseconds per round trip.
@@ -200,7 +221,7 @@ struct impl {
   std::string key;
   std::string name;
   std::function<std::string(std::size_t)> note;
-  std::function<double(workload const&)> throughput;
+  std::function<throughput_sample(workload const&)> throughput;
   std::function<double(u64)> pingpong;
   std::function<double(std::chrono::milliseconds)> idle;
   bool spsc_only = false;  // a queue for one producer and one consumer only
@@ -266,12 +287,24 @@ struct settings {
 
 void throughput_scenario(std::string const& label, workload const& w, settings const& s) {
   auto impls = fitting(select_impls(s.only), w.producers, w.consumers);
-  auto rows = interleave(impls, s.runs, w.capacity, [&](impl const& i) { return i.throughput(w); });
+  // The CPU figures of each run, by implementation, in the order of `impls`.
+  std::vector<std::vector<double>> cpu(impls.size());
+  auto rows = interleave(impls, s.runs, w.capacity, [&](impl const& i) {
+    auto const sample = i.throughput(w);
+    cpu[static_cast<std::size_t>(&i - impls.data())].push_back(sample.cpu_ns_per_msg);
+    return sample.msgs_per_s;
+  });
   std::ostringstream title;
   title << "channel " << label << ": " << w.producers << " producers / " << w.consumers
         << " consumers, " << w.messages << " u64 per producer, capacity " << w.capacity << ", "
         << s.runs << " interleaved runs";
   print_table(title.str(), "M msg/s", true, rows, reference_name(), s.json);
+  auto cpu_rows = rows;
+  for (std::size_t k = 0; k < cpu_rows.size(); ++k) {
+    cpu_rows[k].sample = cpu[k];
+  }
+  print_table(title.str() + ", CPU per message (all threads)", "CPU ns/msg", false, cpu_rows,
+              reference_name(), s.json);
 }
 
 void pingpong_scenario(u64 rounds, settings const& s) {
@@ -383,7 +416,7 @@ auto channel_impls_for_sweep(std::size_t capacity) -> std::vector<channel_impl_r
     auto run = i.throughput;
     refs.push_back({i.key, i.name, i.note(capacity),
                     [run](int producers, int consumers, u64 messages, std::size_t cap) {
-                      return run(workload{producers, consumers, messages, cap});
+                      return run(workload{producers, consumers, messages, cap}).msgs_per_s;
                     }});
   }
   return refs;

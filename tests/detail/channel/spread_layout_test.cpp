@@ -45,6 +45,16 @@ TEST(SpreadLayout, Example) {
   EXPECT_EQ(slots, (std::vector<std::uint64_t>{0, 4, 1, 5, 2, 6, 3, 7}));
 }
 
+TEST(SpreadLayout, NotSpreadIsTheIdentity) {
+  // What a ring gets where spread_pays() is false (one or two processors): slot i is index i.
+  spread_layout const layout(1024, 16, /*spread=*/false);
+  EXPECT_EQ(layout.spread_count(), 0U);
+  EXPECT_EQ(layout.columns(), 1U);
+  for (std::uint64_t i = 0; i < 1024; ++i) {
+    ASSERT_EQ(layout.slot_of(i), i);
+  }
+}
+
 TEST(SpreadLayout, TheTailBeyondRowsTimesColumnsStaysInPlace) {
   // 11 slots of 16 bytes: 2 rows of 4 are spread, the last 3 indices keep their place.
   spread_layout const layout(11, 16);

@@ -33,8 +33,10 @@
 // throughput of a full ring most for a single producer, and for several producers before the
 // slots were spread (measurements: docs/performance.md, Channels).
 //
-// Spread slots: consecutive positions live on different cache lines, so that threads on the
-// same side do not pass one slot line back and forth (detail/channel/spread_layout.hpp).
+// Spread slots: where the process may use more than two processors, consecutive positions live
+// on different cache lines, so that threads on the same side do not pass one slot line back and
+// forth; on one or two processors the ring is contiguous, which measured twice as fast there
+// (detail/channel/spread_layout.hpp says why).
 //
 // Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
 // then on; receivers drain what was claimed before and then see closed. When the last receiver
@@ -83,12 +85,14 @@ class array_channel {
   /// Throws: std::invalid_argument if capacity is 0 (a rendezvous is another flavour);
   /// std::length_error if capacity * sizeof(slot) does not fit in memory's address space;
   /// std::bad_alloc if the ring cannot be allocated.
-  explicit array_channel(std::size_t capacity)
+  /// `spread`: whether the ring spreads its slots (spread_layout); the default decides by the
+  /// processors the process may use, and tests pass it to cover both layouts on any machine.
+  explicit array_channel(std::size_t capacity, bool spread = spread_pays())
       : capacity_(checked_capacity(capacity)),
         mark_bit_(std::bit_ceil(static_cast<std::uint64_t>(capacity) + 1)),
         one_lap_(mark_bit_ * 2),
         resume_room_(std::min(capacity_ / 2, max_resume_room)),
-        layout_(capacity, sizeof(slot)),
+        layout_(capacity, sizeof(slot), spread),
         slots_(std::make_unique<slot[]>(capacity)) {
     for (std::uint64_t i = 0; i < capacity_; ++i) {
       // relaxed: the channel is not shared yet; handing out the handles publishes it.

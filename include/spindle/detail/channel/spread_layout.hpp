@@ -18,9 +18,19 @@
 // half of those pairs share a line (a 24-byte slot may straddle two). Slots of more than 32
 // bytes are not spread (fewer than two fit a line).
 // Spreading costs the side that streams through the ring alone (one sender, one receiver)
-// the messages a line used to carry across at once; it pays off when several threads work
-// on the same side (measurements: docs/performance.md, Channels).
+// the messages a line used to carry across at once; it is meant for several threads working on
+// the same side at the same moment, on different processors.
+//
+// When a ring spreads (`spread_pays`): only where the process may use more than two
+// processors. On two, at most two threads run at any moment, and with more handles than
+// processors they take turns: a thread that runs streams through consecutive positions, and a
+// line of four 16-byte slots carries four messages for one transfer. There the contiguous ring
+// moved twice the messages of the spread one in every throughput scenario, 1P/1C to 4P/2C
+// (docs/performance.md, "Contiguous rings on two processors"). Where more threads of one side run
+// at once, the neighbouring slots of a contiguous ring are written by different processors in
+// turn, the case atomic_queue's remapping is for; that side is not measured yet.
 
+#include <spindle/detail/sync/available_cpus.hpp>
 #include <spindle/detail/sync/config.hpp>
 
 #include <bit>
@@ -29,7 +39,17 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
-/// The index-to-slot mapping of a ring of `capacity` slots of `slot_bytes` bytes each.
+/// The fewest processors the process must be allowed to use for a new ring to spread.
+inline constexpr std::size_t spread_min_cpus = 3;
+
+/// Whether a ring made now should spread its slots (see the file comment): the process may use
+/// at least spread_min_cpus processors.
+inline auto spread_pays() noexcept -> bool {
+  return available_cpus() >= spread_min_cpus;
+}
+
+/// The index-to-slot mapping of a ring of `capacity` slots of `slot_bytes` bytes each: spread
+/// when `spread` (and the slots are small enough), the identity otherwise.
 class spread_layout {
  public:
   /// The line size spreading is measured in: 64 bytes, not cache_line's 128 (which counts the
@@ -37,7 +57,11 @@ class spread_layout {
   static constexpr std::size_t line_bytes = 64;
 
   /// Preconditions: slot_bytes > 0.
-  constexpr spread_layout(std::uint64_t capacity, std::size_t slot_bytes) noexcept {
+  constexpr spread_layout(std::uint64_t capacity, std::size_t slot_bytes,
+                          bool spread = true) noexcept {
+    if (!spread) {
+      return;
+    }
     // bit_floor: the mask and shifts need a power of two. For slot sizes that are multiples
     // of 8 (a channel slot starts with an 8-byte stamp) the quotient already is one or
     // rounds down to one.
