@@ -238,7 +238,10 @@ void check_fifo_over_laps(std::size_t cap, TrySend try_send, TryRecv try_recv, S
 
 template <std::size_t Bytes>
 void check_channel_fifo_over_laps(std::size_t cap) {
-  auto [tx, rx] = spindle::bounded<payload<Bytes>>(cap);
+  // Named references, not a structured binding: clang 14 cannot capture a binding in a lambda.
+  auto ends = spindle::bounded<payload<Bytes>>(cap);
+  auto& tx = ends.first;
+  auto& rx = ends.second;
   check_fifo_over_laps<Bytes>(
       cap, [&tx](payload<Bytes> p) { return static_cast<bool>(tx.try_send(p)); },
       [&rx] { return rx.try_recv().value; }, [&rx] { return rx.size(); });

@@ -11,9 +11,9 @@
 // to the moment the last consumer has seen the end of the stream. Result: million messages
 // per second (higher is better). A second table gives, from the same runs, the CPU time all
 // producer and consumer threads used per message (CLOCK_THREAD_CPUTIME_ID from the gate to each
-// thread's end, summed over the threads, divided by the messages; lower is better): it tells
-// the cost of a message apart from the machine's phase and from how the threads shared the
-// cores, and it shows what a spinning peer burns while it waits.
+// thread's end, summed over the threads, divided by the messages; lower is better). While
+// every thread is busy it says what the throughput says; where threads wait it tells the work
+// of a message from the waiting, and it shows what a spinning peer burns while it waits.
 //
 // Ping-pong: two queues of capacity 1 (or the peer's smallest); one thread sends i on the
 // first and waits for it on the second, an echo thread sends back what it receives. Result:
