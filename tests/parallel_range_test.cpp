@@ -6,9 +6,11 @@
 // Exactly-once is checked index by index on the full range of each 8- and 16-bit type and on
 // windows at the ends of the wider ones. A full [INT_MIN, INT_MAX) loop would take 2^32 calls
 // (seconds here, minutes under the sanitizers), and [0, UINT64_MAX) centuries; for those long
-// ranges, a body that throws at its first call shows where every serial stretch (leaf) starts,
-// which must be exactly the points of halving of the whole range, and the arithmetic behind
-// the split points is checked directly at the limits of each type.
+// ranges, the cut that parallel_for and parallel_reduce share (detail::for_each_leaf and
+// detail::reduce_each_leaf), run with leaves that record their bounds instead of calling a
+// body, shows where every serial stretch (leaf) starts: exactly at points of halving of the
+// whole range, the leaves tiling it. The arithmetic behind the split points is checked
+// directly at the limits of each type.
 
 #include <spindle/parallel.hpp>
 
@@ -21,8 +23,10 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -115,53 +119,58 @@ auto is_halving_point(I first, std::uint64_t n, I x) -> bool {
   return true;
 }
 
-/// Records the index a loop body was first called with in each serial stretch: the body
-/// throws at once, which ends that stretch while the others still run.
+/// Records the serial stretches (leaves) [start, start + length) a loop is cut into.
 template <class I>
 struct leaf_starts {
   std::mutex mutex;
-  std::vector<I> starts;
+  std::vector<std::pair<I, std::uint64_t>> leaves;
 
-  auto record(I i) -> void {
-    {
-      std::scoped_lock const lock(mutex);
-      starts.push_back(i);
-    }
-    throw std::runtime_error("stop this leaf");
+  auto record(I start, std::uint64_t length) -> void {
+    std::scoped_lock const lock(mutex);
+    leaves.emplace_back(start, length);
   }
 
-  /// The recorded starts, sorted; fails the test if one was recorded twice.
-  auto sorted() -> std::vector<I> {
-    std::vector<I> s = starts;
-    std::sort(s.begin(), s.end());
-    EXPECT_EQ(std::adjacent_find(s.begin(), s.end()), s.end()) << "a leaf start twice";
+  /// The recorded starts, sorted; fails the test if a start was recorded twice or if the
+  /// leaves do not tile [first, first + n) (each begins where the one before it ends).
+  auto sorted(I first, std::uint64_t n) -> std::vector<I> {
+    std::sort(leaves.begin(), leaves.end());
+    std::vector<I> s;
+    std::uint64_t next = 0;
+    for (auto const& [start, length] : leaves) {
+      EXPECT_EQ(offset_of(first, start), next) << "a gap, an overlap or a leaf twice";
+      next += length;
+      s.push_back(start);
+    }
+    EXPECT_EQ(next, n) << "the leaves do not cover the range";
     return s;
   }
 };
 
-/// Runs parallel_for (or parallel_reduce, with the body as map) over a long [first, last)
-/// with a body that throws at its first call, and checks that the recorded leaf starts are
-/// the range's own halving points, including the first index, the middle (first + n/2) and
-/// the middle of the right half (which is reached through the length n - n/2).
+/// Cuts a long [first, last) as parallel_for (or parallel_reduce) does, with leaves that record
+/// their bounds, and checks that the leaves tile the range and start at the range's own
+/// halving points, including the first index, the middle (first + n/2) and the middle of the
+/// right half (which is reached through the length n - n/2).
 template <class I>
 void expect_long_range_splits_at_halving_points(spindle::executor& ex, I first, I last,
                                                 bool reduce) {
   std::uint64_t const n = offset_of(first, last);
   leaf_starts<I> leaves;
+  spindle::detail::failure_flag failed;
   if (reduce) {
-    EXPECT_THROW(static_cast<void>(spindle::parallel_reduce(
-                     ex, first, last, 0,
-                     [&leaves](I i) -> int {
-                       leaves.record(i);
-                       return 0;
-                     },
-                     std::plus<>{})),
-                 std::runtime_error);
+    auto leaf = [&leaves](I lo, auto k) -> std::optional<int> {
+      leaves.record(lo, k);
+      return 1;
+    };
+    std::plus<> plus;
+    auto const count = spindle::detail::reduce_each_leaf<int>(
+        ex, first, last, 1, failed, leaf, plus, spindle::adaptive_partitioner{});
+    EXPECT_EQ(count, static_cast<int>(leaves.leaves.size()));
   } else {
-    EXPECT_THROW(spindle::parallel_for(ex, first, last, [&leaves](I i) { leaves.record(i); }),
-                 std::runtime_error);
+    auto leaf = [&leaves](I lo, auto k) { leaves.record(lo, k); };
+    spindle::detail::for_each_leaf(ex, first, last, 1, failed, leaf,
+                                   spindle::adaptive_partitioner{});
   }
-  auto const starts = leaves.sorted();
+  auto const starts = leaves.sorted(first, n);
   ASSERT_FALSE(starts.empty()) << "the loop called nothing";
   EXPECT_EQ(starts.front(), first);
   for (I const s : starts) {
@@ -255,17 +264,26 @@ TEST(ParallelRange, RangesLongerThanTheLargestIndexAreSplitAtTheirHalvingPoints)
 TEST(ParallelRange, GrainOfSizeMaxRunsEvenTheLongestRangeAsOneSerialLoop) {
   spindle::executor ex{2};
   auto const caller = std::this_thread::get_id();
-  leaf_starts<std::uint64_t> leaves;
+  std::vector<std::uint64_t> starts;
   bool elsewhere = false;
+  // The body ends the loop by throwing at its first call; with one leaf, that is its start.
   EXPECT_THROW(spindle::parallel_for(ex, std::uint64_t{0}, limits<std::uint64_t>::max(),
                                      limits<std::size_t>::max(),
                                      [&](std::uint64_t i) {
                                        elsewhere = std::this_thread::get_id() != caller;
-                                       leaves.record(i);
+                                       starts.push_back(i);
+                                       throw std::runtime_error("stop this leaf");
                                      }),
                std::runtime_error);
-  EXPECT_EQ(leaves.sorted(), std::vector<std::uint64_t>{0});
+  EXPECT_EQ(starts, std::vector<std::uint64_t>{0});
   EXPECT_FALSE(elsewhere);
+  leaf_starts<std::uint64_t> leaves;
+  spindle::detail::failure_flag failed;
+  auto leaf = [&leaves](std::uint64_t lo, auto k) { leaves.record(lo, k); };
+  spindle::detail::for_each_leaf(ex, std::uint64_t{0}, limits<std::uint64_t>::max(),
+                                 limits<std::size_t>::max(), failed, leaf,
+                                 spindle::adaptive_partitioner{});
+  EXPECT_EQ(leaves.sorted(0, limits<std::uint64_t>::max()), std::vector<std::uint64_t>{0});
 }
 
 TEST(ParallelRange, ReversedRangesAtTheLimitsAreEmpty) {

@@ -9,8 +9,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <future>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -18,6 +22,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -42,6 +47,51 @@ class partial_sum {
 
 auto add(partial_sum a, partial_sum b) -> partial_sum {
   return partial_sum(a.sum() + b.sum());
+}
+
+/// Runs `fn` on a thread of its own and waits for it at most 20 s; a call still running then
+/// is reported and the test binary exits: a loop that does not stop must fail, not stall CI.
+template <class Fn>
+void within_deadline(char const* what, Fn fn) {
+  std::packaged_task<void()> task(std::move(fn));
+  auto done = task.get_future();
+  std::thread t(std::move(task));
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED: %s did not return within 20 s\n", what);
+    std::_Exit(1);
+  }
+  t.join();
+  done.get();
+}
+
+/// Counts the calls of a loop body (or map, or reduce) and throws at call `fail_at` (from 0).
+struct counting_thrower {
+  std::atomic<std::uint64_t>* calls;
+  std::uint64_t fail_at;
+
+  void tick() const {
+    if (calls->fetch_add(1, std::memory_order_relaxed) == fail_at) {
+      throw std::runtime_error("call " + std::to_string(fail_at));
+    }
+  }
+};
+
+/// How many calls a cancelled loop may make in all: the 1000 before the throw, then up to a
+/// check interval (256) per running leaf, and what the other threads start while the
+/// exception is being thrown. Far below the 10^8 of the short range.
+constexpr std::uint64_t cancelled_call_bound = 1'000'000;
+
+/// Runs `scenario(ex)` on executor{1} and executor{2}, from an outside thread and from inside a
+/// worker, each under a deadline.
+template <class Scenario>
+void from_outside_and_inside(Scenario scenario) {
+  for (std::size_t const workers : {std::size_t{1}, std::size_t{2}}) {
+    SCOPED_TRACE(testing::Message() << "workers " << workers);
+    spindle::executor ex{workers};
+    within_deadline("the scenario from outside", [&] { scenario(ex, false); });
+    within_deadline("the scenario in a worker",
+                    [&] { ex.spawn([&] { scenario(ex, true); }).join(); });
+  }
 }
 
 }  // namespace
@@ -221,6 +271,110 @@ TEST(Parallel, ExceptionPropagatesAfterOtherBranchesFinish) {
                                        }
                                      }),
                std::runtime_error);
+}
+
+// A body that throws at its 1000th call cancels the loop: over [0, 10^8) the other leaves do
+// not run their tens of millions of calls, and over [0, UINT64_MAX) the loop returns at once,
+// with either partitioner. On one worker, from inside it, the loop is sequential: exactly the
+// 1000 calls of the first leaf run.
+TEST(Parallel, ThrowingBodyCancelsTheRestOfTheLoop) {
+  from_outside_and_inside([](spindle::executor& ex, bool inside) {
+    std::atomic<std::uint64_t> calls{0};
+    counting_thrower const body{&calls, 999};
+    auto check = [&](std::uint64_t last, auto part) {
+      calls = 0;
+      EXPECT_THROW(
+          spindle::parallel_for(
+              ex, std::uint64_t{0}, last, 1, [&body](std::uint64_t) { body.tick(); }, part),
+          std::runtime_error);
+      EXPECT_LT(calls.load(), cancelled_call_bound) << "last " << last;
+      if (inside && ex.size() == 1) {
+        EXPECT_EQ(calls.load(), 1000U);
+      }
+    };
+    for (std::uint64_t const last : {std::uint64_t{100'000'000}, ~std::uint64_t{0}}) {
+      check(last, spindle::adaptive_partitioner{});
+      check(last, spindle::static_partitioner{});
+    }
+    // The longest range of a signed type, through its default grain.
+    calls = 0;
+    EXPECT_THROW(spindle::parallel_for(ex, std::numeric_limits<std::int64_t>::min(),
+                                       std::numeric_limits<std::int64_t>::max(),
+                                       [&body](std::int64_t) { body.tick(); }),
+                 std::runtime_error);
+    EXPECT_LT(calls.load(), cancelled_call_bound);
+  });
+}
+
+// The same for a reduction whose map, or whose reduce, throws at its 1000th call; every
+// partial result is destroyed once (instance count).
+TEST(Parallel, ThrowingMapOrReduceCancelsTheRestOfTheReduction) {
+  auto const live_before = spindle_test::tracked::live();
+  from_outside_and_inside([](spindle::executor& ex, bool) {
+    std::atomic<std::uint64_t> calls{0};
+    counting_thrower const thrower{&calls, 999};
+    auto check = [&](std::uint64_t last, bool in_map, auto part) {
+      calls = 0;
+      EXPECT_THROW(static_cast<void>(spindle::parallel_reduce(
+                       ex, std::uint64_t{0}, last, 1, partial_sum(0),
+                       [&](std::uint64_t i) {
+                         if (in_map) {
+                           thrower.tick();
+                         }
+                         return partial_sum(i);
+                       },
+                       [&](partial_sum a, partial_sum b) {
+                         if (!in_map) {
+                           thrower.tick();
+                         }
+                         return add(std::move(a), std::move(b));
+                       },
+                       part)),
+                   std::runtime_error);
+      EXPECT_LT(calls.load(), cancelled_call_bound) << "last " << last << " in map " << in_map;
+    };
+    for (std::uint64_t const last : {std::uint64_t{100'000'000}, ~std::uint64_t{0}}) {
+      for (bool const in_map : {true, false}) {
+        check(last, in_map, spindle::adaptive_partitioner{});
+        check(last, in_map, spindle::static_partitioner{});
+      }
+    }
+  });
+  EXPECT_EQ(spindle_test::tracked::live(), live_before);
+}
+
+// An exception in one loop cancels that loop only: a loop nested in its body that throws
+// cancels itself, and the outer loop too once the exception leaves the outer body; a loop that
+// catches its inner loop's exception keeps going.
+TEST(Parallel, CancellationStaysWithinTheCallThatThrew) {
+  spindle::executor ex{2};
+  std::atomic<int> outer{0};
+  std::atomic<int> caught{0};
+  spindle::parallel_for(ex, 0, 64, [&](int i) {
+    outer.fetch_add(1, std::memory_order_relaxed);
+    try {
+      spindle::parallel_for(ex, 0, 1000, [i](int j) {
+        if (j == i) {
+          throw std::runtime_error("inner");
+        }
+      });
+    } catch (std::runtime_error const&) {
+      caught.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  EXPECT_EQ(outer.load(), 64);
+  EXPECT_EQ(caught.load(), 64);
+  // The same loop right after a cancelled one runs in full: the flag is per call.
+  std::atomic<int> n{0};
+  EXPECT_THROW(spindle::parallel_for(ex, 0, 1000,
+                                     [](int j) {
+                                       if (j == 3) {
+                                         throw std::runtime_error("first");
+                                       }
+                                     }),
+               std::runtime_error);
+  spindle::parallel_for(ex, 0, 1000, [&n](int) { n.fetch_add(1, std::memory_order_relaxed); });
+  EXPECT_EQ(n.load(), 1000);
 }
 
 TEST(Parallel, AfterShutdownThrowsFromOutside) {

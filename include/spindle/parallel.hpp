@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // parallel_for and parallel_reduce over an index range, on a spindle::executor.
 //
@@ -19,8 +20,14 @@
 // sleeping worker wakes; with every slot taken, the whole loop is injected as one task and
 // the caller sleeps (detail::run_as_root). No allocation either way.
 //
-// Exceptions: if f (or map/reduce) throws, the remaining work of that branch is skipped, the
-// other branches still finish, and one of the exceptions propagates to the caller.
+// Exceptions: if f (or map/reduce) throws, the call is cancelled, as oneTBB cancels a loop
+// whose body threw: the throwing branch unwinds, and every other branch stops splitting and
+// skips each leaf it has not started, and a leaf loop that is running stops at its next
+// check of the call's failure flag (detail::failure_flag: before every leaf_check_interval
+// calls of f or map), so that even [0, UINT64_MAX) returns at once. A body call that has
+// started always finishes. The exception propagates to the caller after every branch has
+// returned (when several calls throw before they see the flag, one of their exceptions does,
+// and the others are destroyed). No index is visited twice.
 //
 // Partitioners: the last argument of parallel_for and parallel_reduce may be a partitioner tag.
 // spindle::adaptive_partitioner{} (the default, the splitter above) or
@@ -39,6 +46,7 @@
 // Example: tests/parallel_test.cpp (Example), tests/parallel_algorithms_test.cpp (Example).
 
 #include <spindle/detail/executor/executor_core.hpp>
+#include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/executor.hpp>
 
@@ -174,61 +182,161 @@ struct splitter {
   }
 };
 
-/// The serial part of a range: a plain counted loop.
-template <class I, class F>
-void for_leaf(I first, loop_count_t<I> n, F& f) {
-  for (loop_count_t<I> i = 0; i < n; ++i) {
-    std::invoke(f, index_at(first, i));
+/// One parallel call's record that a call of its body (f, map, reduce, op, comparator) threw:
+/// the other branches of the call then stop splitting and skip the leaves and leaf chunks
+/// they have not started. One lives on the stack of each parallel_for, parallel_reduce,
+/// parallel_scan and parallel_sort call, so a failure cancels its own call only (a loop nested
+/// in a body has a flag of its own, and its exception raises the outer flag only if it
+/// leaves the outer body).
+///
+/// Synchronization:
+///   failed_  written false -> true (never back) by any branch of the call whose body threw,
+///            just before the exception leaves that branch; read by every branch before each
+///            split, each leaf and each leaf chunk. It carries no data: the exception and
+///            what the failed body wrote reach the caller through the join that the
+///            exception passes on its way out (the completion of join's stack job, or of
+///            run_as_root), whatever this flag says.
+class failure_flag {
+ public:
+  /// Whether a body of this call has thrown.
+  [[nodiscard]] auto raised() const noexcept -> bool {
+    // relaxed: pairs with nothing. A reader acts on true only by skipping work, whose results
+    // are discarded since an exception is on its way to the caller, and the skipped branch
+    // returns through join's completion, which orders everything it did. A stale false costs
+    // one more chunk; the store becomes visible in finite time ([atomics.order]/11), so every
+    // branch stops within a chunk of seeing it.
+    return failed_.load(std::memory_order_relaxed);
+  }
+
+  /// Records that a body of this call threw.
+  void raise() noexcept {
+    // relaxed: see raised(); the exception itself is published by join's completion.
+    failed_.store(true, std::memory_order_relaxed);
+  }
+
+ private:
+  detail::atomic<bool> failed_{false};
+};
+
+/// How many calls of the body a leaf loop makes between two looks at its failure_flag: often
+/// enough that a leaf of 2^63 indices stops soon after another branch failed, rarely enough
+/// that the inner loop of a cheap body stays a plain counted loop (vectorisable, one relaxed
+/// load of a line no one writes per interval).
+inline constexpr std::size_t leaf_check_interval = 256;
+
+/// Runs `fn()`; if it throws, raises `failed` and lets the exception go on.
+template <class Fn>
+auto raising_on_throw(failure_flag& failed, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (...) {
+    failed.raise();
+    throw;
   }
 }
 
+/// The serial part of a range: a plain counted loop, in chunks of leaf_check_interval calls
+/// with a look at `failed` before each.
 template <class I, class F>
+void for_leaf(I first, loop_count_t<I> n, F& f, failure_flag& failed) {
+  using count = loop_count_t<I>;
+  raising_on_throw(failed, [&] {
+    for (count i = 0; i < n && !failed.raised();) {
+      count const stop = n - i > leaf_check_interval ? i + leaf_check_interval : n;
+      for (; i < stop; ++i) {
+        std::invoke(f, index_at(first, i));
+      }
+    }
+  });
+}
+
+/// The adaptive splitter over [first, first + n): calls leaf(lo, k) for each serial stretch
+/// [lo, lo + k) it keeps, unless `failed` was raised first.
+template <class I, class Leaf>
 void for_range(executor& ex, worker_ctx* parent, I first, loop_count_t<I> n, loop_count_t<I> grain,
-               splitter sp, F& f) {
+               splitter sp, failure_flag const& failed, Leaf& leaf) {
+  if (failed.raised()) {
+    return;
+  }
   bool const migrated = core_local(ex) != parent;
   if (n > grain && sp.try_split(migrated)) {
     auto const half = n / 2;
     worker_ctx* const here = core_local(ex);
-    auto left = [&] { for_range(ex, here, first, half, grain, sp, f); };
-    auto right = [&] { for_range(ex, here, index_at(first, half), n - half, grain, sp, f); };
+    auto left = [&] { for_range(ex, here, first, half, grain, sp, failed, leaf); };
+    auto right = [&] {
+      for_range(ex, here, index_at(first, half), n - half, grain, sp, failed, leaf);
+    };
     static_cast<void>(spindle::join(ex, left, right));
     return;
   }
-  for_leaf(first, n, f);
+  leaf(first, n);
 }
 
-/// The serial part of a reduction. The accumulator lives in a std::optional and each step
-/// constructs the next one in place (emplace) instead of assigning it, so that T need only be
-/// move-constructible. static_cast<T> makes the step's result a distinct object before emplace
-/// destroys the old accumulator, in case `reduce` returns a reference to its first argument;
-/// for a result that already is a T prvalue it is the same object (no extra move).
+/// The serial part of a reduction, in chunks as for_leaf; empty (nullopt) if it stopped for
+/// `failed`. The accumulator lives in a std::optional and each step constructs the next one in
+/// place (emplace) instead of assigning it, so that T need only be move-constructible.
+/// static_cast<T> makes the step's result a distinct object before emplace destroys the old
+/// accumulator, in case `reduce` returns a reference to its first argument; for a result that
+/// already is a T prvalue it is the same object (no extra move).
 template <class T, class I, class Map, class Reduce>
-auto reduce_leaf(I first, loop_count_t<I> n, Map& map, Reduce& reduce) -> T {
-  std::optional<T> acc(std::in_place, std::invoke(map, first));
-  for (loop_count_t<I> i = 1; i < n; ++i) {
-    acc.emplace(
-        static_cast<T>(std::invoke(reduce, std::move(*acc), std::invoke(map, index_at(first, i)))));
+auto reduce_leaf(I first, loop_count_t<I> n, Map& map, Reduce& reduce, failure_flag& failed)
+    -> std::optional<T> {
+  using count = loop_count_t<I>;
+  return raising_on_throw(failed, [&] {
+    std::optional<T> acc(std::in_place, std::invoke(map, first));
+    count i = 1;
+    while (i < n && !failed.raised()) {
+      count const stop = n - i > leaf_check_interval ? i + leaf_check_interval : n;
+      for (; i < stop; ++i) {
+        acc.emplace(static_cast<T>(
+            std::invoke(reduce, std::move(*acc), std::invoke(map, index_at(first, i)))));
+      }
+    }
+    if (i < n) {
+      acc.reset();  // stopped early
+    }
+    return acc;
+  });
+}
+
+/// reduce(l, r) for two partial results; empty if either is, which happens only when a branch
+/// stopped for `failed` (the exception that raised it then discards the result).
+template <class T, class Reduce>
+auto combine(std::optional<T>& l, std::optional<T>& r, Reduce& reduce, failure_flag& failed)
+    -> std::optional<T> {
+  std::optional<T> out;
+  if (l && r) {
+    raising_on_throw(failed, [&] {
+      out.emplace(static_cast<T>(std::invoke(reduce, std::move(*l), std::move(*r))));
+    });
   }
-  return std::move(*acc);
+  return out;
 }
 
-template <class T, class I, class Map, class Reduce>
+/// The adaptive splitter of a reduction: reduces leaf(lo, k), a std::optional<T>, over each
+/// serial stretch [lo, lo + k) it keeps, in order; empty when `failed` stopped a part.
+template <class T, class I, class Leaf, class Reduce>
 auto reduce_range(executor& ex, worker_ctx* parent, I first, loop_count_t<I> n,
-                  loop_count_t<I> grain, splitter sp, Map& map, Reduce& reduce) -> T {
+                  loop_count_t<I> grain, splitter sp, failure_flag& failed, Leaf& leaf,
+                  Reduce& reduce) -> std::optional<T> {
+  if (failed.raised()) {
+    return std::nullopt;
+  }
   bool const migrated = core_local(ex) != parent;
   if (n > grain && sp.try_split(migrated)) {
     auto const half = n / 2;
     worker_ctx* const here = core_local(ex);
-    auto left = [&]() -> T {
-      return reduce_range<T>(ex, here, first, half, grain, sp, map, reduce);
+    auto left = [&]() -> std::optional<T> {
+      return reduce_range<T>(ex, here, first, half, grain, sp, failed, leaf, reduce);
     };
-    auto right = [&]() -> T {
-      return reduce_range<T>(ex, here, index_at(first, half), n - half, grain, sp, map, reduce);
+    auto right = [&]() -> std::optional<T> {
+      return reduce_range<T>(ex, here, index_at(first, half), n - half, grain, sp, failed, leaf,
+                             reduce);
     };
     auto [l, r] = spindle::join(ex, left, right);
-    return std::invoke(reduce, std::move(l), std::move(r));
+    return combine<T>(l, r, reduce, failed);
   }
-  return reduce_leaf<T>(first, n, map, reduce);
+  return leaf(first, n);
 }
 
 /// The offset of block `b` when `n` indices are cut into `blocks` blocks of equal length (the
@@ -254,34 +362,47 @@ auto static_block_count(executor& ex, Count n, Count grain) noexcept -> Count {
 }
 
 /// The static partitioner's parallel_for: blocks [b0, b1) of the `blocks` equal blocks of
-/// [first, first + n), halved by block count; each block is one serial loop.
-template <class I, class F>
+/// [first, first + n), halved by block count; calls leaf(lo, k) for each block [lo, lo + k),
+/// unless `failed` was raised first.
+template <class I, class Leaf>
 void for_static(executor& ex, I first, loop_count_t<I> n, loop_count_t<I> blocks,
-                loop_count_t<I> b0, loop_count_t<I> b1, F& f) {
+                loop_count_t<I> b0, loop_count_t<I> b1, failure_flag const& failed, Leaf& leaf) {
+  if (failed.raised()) {
+    return;
+  }
   if (b1 - b0 == 1) {
     auto const lo = block_start(n, blocks, b0);
-    for_leaf(index_at(first, lo), block_start(n, blocks, b1) - lo, f);
+    leaf(index_at(first, lo), block_start(n, blocks, b1) - lo);
     return;
   }
   auto const mid = b0 + (b1 - b0) / 2;
-  auto left = [&] { for_static(ex, first, n, blocks, b0, mid, f); };
-  auto right = [&] { for_static(ex, first, n, blocks, mid, b1, f); };
+  auto left = [&] { for_static(ex, first, n, blocks, b0, mid, failed, leaf); };
+  auto right = [&] { for_static(ex, first, n, blocks, mid, b1, failed, leaf); };
   static_cast<void>(spindle::join(ex, left, right));
 }
 
-/// The static partitioner's parallel_reduce; blocks as in for_static.
-template <class T, class I, class Map, class Reduce>
+/// The static partitioner's parallel_reduce; blocks as in for_static, reduced as in
+/// reduce_range.
+template <class T, class I, class Leaf, class Reduce>
 auto reduce_static(executor& ex, I first, loop_count_t<I> n, loop_count_t<I> blocks,
-                   loop_count_t<I> b0, loop_count_t<I> b1, Map& map, Reduce& reduce) -> T {
+                   loop_count_t<I> b0, loop_count_t<I> b1, failure_flag& failed, Leaf& leaf,
+                   Reduce& reduce) -> std::optional<T> {
+  if (failed.raised()) {
+    return std::nullopt;
+  }
   if (b1 - b0 == 1) {
     auto const lo = block_start(n, blocks, b0);
-    return reduce_leaf<T>(index_at(first, lo), block_start(n, blocks, b1) - lo, map, reduce);
+    return leaf(index_at(first, lo), block_start(n, blocks, b1) - lo);
   }
   auto const mid = b0 + (b1 - b0) / 2;
-  auto left = [&]() -> T { return reduce_static<T>(ex, first, n, blocks, b0, mid, map, reduce); };
-  auto right = [&]() -> T { return reduce_static<T>(ex, first, n, blocks, mid, b1, map, reduce); };
+  auto left = [&]() -> std::optional<T> {
+    return reduce_static<T>(ex, first, n, blocks, b0, mid, failed, leaf, reduce);
+  };
+  auto right = [&]() -> std::optional<T> {
+    return reduce_static<T>(ex, first, n, blocks, mid, b1, failed, leaf, reduce);
+  };
   auto [l, r] = spindle::join(ex, left, right);
-  return std::invoke(reduce, std::move(l), std::move(r));
+  return combine<T>(l, r, reduce, failed);
 }
 
 inline auto initial_splitter(executor& ex) noexcept -> splitter {
@@ -336,18 +457,23 @@ auto split_rows(axis<I> const& rows, axis<I> const& cols) noexcept -> bool {
   return rows.splittable() && rows.pieces() >= cols.pieces();
 }
 
+/// One block of the 2-D loop: a single call of f, which raises `failed` if it throws.
 template <class I, class F>
 void for_leaf_2d(axis<I> const& rows, axis<I> const& cols, std::size_t row_grain,
-                 std::size_t col_grain, F& f) {
+                 std::size_t col_grain, F& f, failure_flag& failed) {
   blocked_range2d<I> const block{rows.first,  rows.last(), cols.first,
                                  cols.last(), row_grain,   col_grain};
-  std::invoke(f, block);
+  raising_on_throw(failed, [&] { std::invoke(f, block); });
 }
 
-/// The adaptive 2-D loop: halve the dimension split_rows picks while the splitter allows.
+/// The adaptive 2-D loop: halve the dimension split_rows picks while the splitter allows;
+/// nothing more once `failed` is raised.
 template <class I, class F>
 void for_range_2d(executor& ex, worker_ctx* parent, axis<I> rows, axis<I> cols, splitter sp,
-                  std::size_t row_grain, std::size_t col_grain, F& f) {
+                  std::size_t row_grain, std::size_t col_grain, F& f, failure_flag& failed) {
+  if (failed.raised()) {
+    return;
+  }
   bool const migrated = core_local(ex) != parent;
   if ((rows.splittable() || cols.splittable()) && sp.try_split(migrated)) {
     worker_ctx* const here = core_local(ex);
@@ -357,24 +483,30 @@ void for_range_2d(executor& ex, worker_ctx* parent, axis<I> rows, axis<I> cols, 
     axis<I> const lo = cut.head(half);
     axis<I> const hi = cut.tail(half);
     auto left = [&] {
-      for_range_2d(ex, here, by_rows ? lo : rows, by_rows ? cols : lo, sp, row_grain, col_grain, f);
+      for_range_2d(ex, here, by_rows ? lo : rows, by_rows ? cols : lo, sp, row_grain, col_grain, f,
+                   failed);
     };
     auto right = [&] {
-      for_range_2d(ex, here, by_rows ? hi : rows, by_rows ? cols : hi, sp, row_grain, col_grain, f);
+      for_range_2d(ex, here, by_rows ? hi : rows, by_rows ? cols : hi, sp, row_grain, col_grain, f,
+                   failed);
     };
     static_cast<void>(spindle::join(ex, left, right));
     return;
   }
-  for_leaf_2d(rows, cols, row_grain, col_grain, f);
+  for_leaf_2d(rows, cols, row_grain, col_grain, f, failed);
 }
 
 /// The static 2-D loop: `blocks` blocks, halved by block count along the dimension
-/// split_rows picks, at a whole number of grains in proportion to the block counts.
+/// split_rows picks, at a whole number of grains in proportion to the block counts; nothing
+/// more once `failed` is raised.
 template <class I, class F>
 void for_static_2d(executor& ex, axis<I> rows, axis<I> cols, loop_count_t<I> blocks,
-                   std::size_t row_grain, std::size_t col_grain, F& f) {
+                   std::size_t row_grain, std::size_t col_grain, F& f, failure_flag& failed) {
+  if (failed.raised()) {
+    return;
+  }
   if (blocks < 2 || !(rows.splittable() || cols.splittable())) {
-    for_leaf_2d(rows, cols, row_grain, col_grain, f);
+    for_leaf_2d(rows, cols, row_grain, col_grain, f, failed);
     return;
   }
   bool const by_rows = split_rows(rows, cols);
@@ -390,11 +522,11 @@ void for_static_2d(executor& ex, axis<I> rows, axis<I> cols, loop_count_t<I> blo
   axis<I> const hi = cut.tail(left_pieces * cut.grain);
   auto left = [&] {
     for_static_2d(ex, by_rows ? lo : rows, by_rows ? cols : lo, left_blocks, row_grain, col_grain,
-                  f);
+                  f, failed);
   };
   auto right = [&] {
     for_static_2d(ex, by_rows ? hi : rows, by_rows ? cols : hi, blocks - left_blocks, row_grain,
-                  col_grain, f);
+                  col_grain, f, failed);
   };
   static_cast<void>(spindle::join(ex, left, right));
 }
@@ -406,8 +538,13 @@ auto saturating_product(Count a, Count b) noexcept -> Count {
   return a != 0 && b > most / a ? most : a * b;
 }
 
-template <parallel_index I, class F, class P>
-void parallel_for_1d(executor& ex, I first, I last, std::size_t grain, F& f, P) {
+/// Cuts [first, last) as partitioner P says, and calls leaf(lo, k) for each serial stretch
+/// [lo, lo + k) of the cut, in parallel (from a worker in place, from another thread as a
+/// guest or injected: run_in_workers); no leaf starts once `failed` is raised. parallel_for's
+/// leaves loop over the body; the tests pass leaves that record where the cut falls.
+template <parallel_index I, class Leaf, class P>
+void for_each_leaf(executor& ex, I first, I last, std::size_t grain, failure_flag const& failed,
+                   Leaf& leaf, P) {
   using count = loop_count_t<I>;
   count const n = index_count(first, last);
   if (n == 0) {
@@ -417,39 +554,68 @@ void parallel_for_1d(executor& ex, I first, I last, std::size_t grain, F& f, P) 
   count const g = grain == 0 ? 1 : grain;
   if constexpr (std::same_as<P, static_partitioner>) {
     count const blocks = static_block_count(ex, n, g);
-    auto body = [&] { for_static(ex, first, n, blocks, count{0}, blocks, f); };
+    auto body = [&] { for_static(ex, first, n, blocks, count{0}, blocks, failed, leaf); };
     run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
   } else {
-    auto body = [&] { for_range(ex, core_local(ex), first, n, g, initial_splitter(ex), f); };
+    auto body = [&] {
+      for_range(ex, core_local(ex), first, n, g, initial_splitter(ex), failed, leaf);
+    };
     run_in_workers(ex, body, loop_helpers(ex, n, g));
+  }
+}
+
+/// parallel_for cancelled by `failed`, which f's exceptions raise: the loop of
+/// parallel_scan's passes shares the flag of its scan.
+template <parallel_index I, class F, class P>
+void parallel_for_1d(executor& ex, I first, I last, std::size_t grain, F& f, P part,
+                     failure_flag& failed) {
+  auto leaf = [&f, &failed](I lo, loop_count_t<I> k) { for_leaf(lo, k, f, failed); };
+  for_each_leaf(ex, first, last, grain, failed, leaf, part);
+}
+
+/// As for_each_leaf for a reduction: reduces leaf(lo, k), a std::optional<T>, over the serial
+/// stretches of the cut, in order. Empty when the range is, or when `failed` stopped a part
+/// (an exception then propagates instead).
+template <class T, parallel_index I, class Leaf, class Reduce, class P>
+auto reduce_each_leaf(executor& ex, I first, I last, std::size_t grain, failure_flag& failed,
+                      Leaf& leaf, Reduce& reduce, P) -> std::optional<T> {
+  using count = loop_count_t<I>;
+  count const n = index_count(first, last);
+  if (n == 0) {
+    return std::nullopt;
+  }
+  count const g = grain == 0 ? 1 : grain;
+  if constexpr (std::same_as<P, static_partitioner>) {
+    count const blocks = static_block_count(ex, n, g);
+    auto body = [&]() -> std::optional<T> {
+      return reduce_static<T>(ex, first, n, blocks, count{0}, blocks, failed, leaf, reduce);
+    };
+    return run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
+  } else {
+    auto body = [&]() -> std::optional<T> {
+      return reduce_range<T>(ex, core_local(ex), first, n, g, initial_splitter(ex), failed, leaf,
+                             reduce);
+    };
+    return run_in_workers(ex, body, loop_helpers(ex, n, g));
   }
 }
 
 template <class T, parallel_index I, class Map, class Reduce, class P>
 auto parallel_reduce_1d(executor& ex, I first, I last, std::size_t grain, T& init, Map& map,
-                        Reduce& reduce, P) -> T {
+                        Reduce& reduce, P part) -> T {
   check_not_null(map, "spindle::parallel_reduce: map is a null pointer");
   check_not_null(reduce, "spindle::parallel_reduce: reduce is a null pointer");
-  using count = loop_count_t<I>;
-  count const n = index_count(first, last);
-  if (n == 0) {
+  if (index_count(first, last) == 0) {
     return std::move(init);
   }
-  count const g = grain == 0 ? 1 : grain;
-  if constexpr (std::same_as<P, static_partitioner>) {
-    count const blocks = static_block_count(ex, n, g);
-    auto body = [&]() -> T {
-      return reduce_static<T>(ex, first, n, blocks, count{0}, blocks, map, reduce);
-    };
-    T total = run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
-    return std::invoke(reduce, std::move(init), std::move(total));
-  } else {
-    auto body = [&]() -> T {
-      return reduce_range<T>(ex, core_local(ex), first, n, g, initial_splitter(ex), map, reduce);
-    };
-    T total = run_in_workers(ex, body, loop_helpers(ex, n, g));
-    return std::invoke(reduce, std::move(init), std::move(total));
-  }
+  failure_flag failed;
+  auto leaf = [&map, &reduce, &failed](I lo, loop_count_t<I> k) -> std::optional<T> {
+    return reduce_leaf<T>(lo, k, map, reduce, failed);
+  };
+  std::optional<T> total = reduce_each_leaf<T>(ex, first, last, grain, failed, leaf, reduce, part);
+  // A part is empty only after a call threw, and that exception has left run_in_workers.
+  SPINDLE_ASSERT(total.has_value(), "parallel_reduce lost a partial result");
+  return std::invoke(reduce, std::move(init), std::move(*total));
 }
 
 }  // namespace detail
@@ -467,7 +633,8 @@ template <parallel_index I, class F, partitioner P>
 requires std::invocable<F&, I>
 void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f, P part) {
   detail::check_not_null(f, "spindle::parallel_for: f is a null pointer");
-  detail::parallel_for_1d(ex, first, last, grain, f, part);
+  detail::failure_flag failed;
+  detail::parallel_for_1d(ex, first, last, grain, f, part, failed);
 }
 
 /// parallel_for with the adaptive partitioner.
@@ -516,14 +683,17 @@ const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f,
   detail::axis<I> const rows{range.rows_first, rows_n, std::max<count>(row_grain, 1)};
   detail::axis<I> const cols{range.cols_first, cols_n, std::max<count>(col_grain, 1)};
   count const pieces = detail::saturating_product(rows.pieces(), cols.pieces());
+  detail::failure_flag failed;
   if constexpr (std::same_as<P, static_partitioner>) {
     count const blocks = std::min<count>(ex.size(), pieces);
-    auto body = [&] { detail::for_static_2d(ex, rows, cols, blocks, row_grain, col_grain, f); };
+    auto body = [&] {
+      detail::for_static_2d(ex, rows, cols, blocks, row_grain, col_grain, f, failed);
+    };
     detail::run_in_workers(ex, body, static_cast<std::size_t>(blocks - 1));
   } else {
     auto body = [&] {
       detail::for_range_2d(ex, detail::core_local(ex), rows, cols, detail::initial_splitter(ex),
-                           row_grain, col_grain, f);
+                           row_grain, col_grain, f, failed);
     };
     detail::run_in_workers(ex, body, detail::loop_helpers(ex, pieces, count{1}));
   }
