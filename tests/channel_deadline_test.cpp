@@ -21,6 +21,7 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
@@ -363,6 +364,73 @@ TEST_P(ChannelDeadline, NearDeadlinesOnEveryClockTimeOut) {
       EXPECT_EQ(send_in_time(c, tx).status, send_status::timed_out);
     }
   });
+}
+
+// ---- Stop tokens ------------------------------------------------------------------------------
+
+// send(v, stop) on a channel where the send must wait: a stop requested before the call, or
+// while it waits, ends it with `cancelled` and the value handed back; nothing else moved.
+TEST_P(ChannelDeadline, SendWithAStopTokenIsCancelledWithTheValueBack) {
+  auto const f = GetParam();
+  if (f == flavour::unbounded) {
+    GTEST_SKIP() << "an unbounded channel is never full";
+  }
+  auto [tx, rx] = make_channel(f);
+  make_full(f, tx);
+  std::stop_source stopped;
+  stopped.request_stop();
+  auto r = within_limit(tx, [&, &tx = tx] { return tx.send(7, stopped.get_token()); });
+  EXPECT_EQ(r.status, send_status::cancelled);
+  EXPECT_TRUE(r.is_cancelled());
+  EXPECT_EQ(r.value, 7);
+
+  std::stop_source later;
+  r = blocked_until_released(
+      tx, [&, &tx = tx] { return tx.send(8, later.get_token()); }, [&] { later.request_stop(); });
+  EXPECT_EQ(r.status, send_status::cancelled);
+  EXPECT_EQ(r.value, 8);
+  if (f == flavour::bounded) {
+    EXPECT_EQ(rx.try_recv().value, -1) << "the filler is still there, alone";
+  }
+  EXPECT_EQ(rx.try_recv().status, recv_status::empty) << "a cancelled send sent nothing";
+}
+
+// send(v, stop) completes as send() does while no stop is requested: sent once there is room
+// (or a receiver), closed with the value back on close; a channel with room takes the value
+// even when stop was requested.
+TEST_P(ChannelDeadline, SendWithAStopTokenSendsOrSeesTheClose) {
+  auto const f = GetParam();
+  std::stop_source never;
+  if (f != flavour::rendezvous) {
+    auto [tx, rx] = make_channel(f);
+    std::stop_source stopped;
+    stopped.request_stop();
+    auto r = tx.send(5, stopped.get_token());
+    EXPECT_EQ(r.status, send_status::sent) << "room wins over a requested stop";
+    EXPECT_EQ(rx.try_recv().value, 5);
+  }
+  if (f == flavour::unbounded) {
+    return;
+  }
+  {
+    auto [tx, rx] = make_channel(f);
+    make_full(f, tx);
+    auto r = blocked_until_released(
+        tx, [&, &tx = tx] { return tx.send(6, never.get_token()); },
+        [&, &rx = rx] { make_room(rx); });
+    EXPECT_EQ(r.status, send_status::sent);
+    if (f == flavour::bounded) {
+      EXPECT_EQ(rx.try_recv().value, 6);
+    }
+  }
+  {
+    auto [tx, rx] = make_channel(f);
+    make_full(f, tx);
+    auto r = blocked_until_released(
+        tx, [&, &tx = tx] { return tx.send(9, never.get_token()); }, [&, &rx = rx] { rx.close(); });
+    EXPECT_EQ(r.status, send_status::closed);
+    EXPECT_EQ(r.value, 9);
+  }
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Multi-producer multi-consumer channels: bounded, unbounded and rendezvous; and a bounded
 // channel for one sender and one receiver.
@@ -82,9 +83,11 @@
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/coro/channel_awaiters.hpp>
 #include <spindle/detail/select/cases.hpp>
+#include <spindle/detail/select/select_loop.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/deadline.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -180,6 +183,24 @@ class sender {
     return send_after_first_try(value);
   }
 
+  /// As send(), but `stop.request_stop()` from any thread ends the wait: `sent`, `closed`, or
+  /// `cancelled` once stop is requested before a receiver took the value; the value is handed
+  /// back unless sent. A channel with room takes the value even when stop was requested
+  /// (as recv(stop) receives a value that is there). The wait is a select of the send and the
+  /// stop request (select.hpp).
+  /// Throws: as send().
+  auto send(T value, std::stop_token stop) -> send_result<T> {
+    std::optional<send_result<T>> out;
+    auto keep = [&out](send_result<T> r) noexcept { out.emplace(std::move(r)); };
+    detail::send_case<T, decltype(keep)> to_send(get(), value, keep);
+    detail::stop_case<detail::no_handler> to_stop(std::move(stop), {});
+    std::array<detail::select_case*, 2> const cases{&to_send, &to_stop};
+    if (detail::run_select(cases, /*biased=*/true) == 0) {
+      return std::move(*out);
+    }
+    return send_result<T>{send_status::cancelled, std::optional<T>(std::move(value))};
+  }
+
   /// Sends `value` only if that needs no waiting: `sent`, `full` (no room; for a rendezvous,
   /// no receiver waiting) or `closed`, the value handed back unless sent.
   /// Throws: as send().
@@ -214,6 +235,13 @@ class sender {
   /// Throws (from the co_await): std::bad_alloc, as send().
   [[nodiscard]] auto async_send(T value) -> detail::send_awaiter<T> {
     return detail::send_awaiter<T>(get(), std::move(value));
+  }
+
+  /// As send(value, stop): `sent`, `closed`, or `cancelled` with the value handed back once
+  /// stop is requested (from any thread; the request resumes the suspended coroutine).
+  [[nodiscard]] auto async_send(T value, std::stop_token stop)
+      -> detail::send_awaiter<T, detail::stop_case<detail::no_handler>> {
+    return {get(), std::move(value), detail::stop_case<detail::no_handler>(std::move(stop), {})};
   }
 
   /// As async_send(), but gives up after `timeout` (`timed_out`, value handed back), with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The vocabulary of spindle's channels that a user names: which types a channel carries
 // (`transferable`), and how a send or a receive ended (`send_status`/`send_result`,
@@ -27,10 +28,11 @@ concept transferable = std::is_object_v<T> && std::is_nothrow_move_constructible
 
 /// How a send ended.
 enum class send_status : std::uint8_t {
-  sent,      ///< the channel accepted the value
-  full,      ///< try_send only: no room (no receiver waiting, for a rendezvous channel)
-  closed,    ///< the channel is closed (or every receiver is gone)
-  timed_out  ///< send_for/send_until only: no room before the deadline
+  sent,       ///< the channel accepted the value
+  full,       ///< try_send only: no room (no receiver waiting, for a rendezvous channel)
+  closed,     ///< the channel is closed (or every receiver is gone)
+  timed_out,  ///< send_for/send_until only: no room before the deadline
+  cancelled   ///< send(v, stop_token) only: stop was requested before the value was taken
 };
 
 /// The outcome of a send. Whenever `status != sent`, `value` holds the caller's value, handed
@@ -46,6 +48,9 @@ struct [[nodiscard]] send_result {
   [[nodiscard]] auto is_closed() const noexcept -> bool { return status == send_status::closed; }
   [[nodiscard]] auto is_timed_out() const noexcept -> bool {
     return status == send_status::timed_out;
+  }
+  [[nodiscard]] auto is_cancelled() const noexcept -> bool {
+    return status == send_status::cancelled;
   }
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Select: wait on several channel operations at once and complete exactly one (Go's select,
 // crossbeam-channel's select!).
@@ -63,6 +64,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
@@ -196,12 +198,29 @@ class dynamic_select {
 };
 
 namespace detail {
-/// A timer channel's record, owned by the timer once queued: sends the time at each deadline,
-/// and frees itself after the last one (after) or once the receiver is gone (tick).
-class timer_channel final {
+/// A timer channel's record: sends the time at each deadline (once for after, every period for
+/// tick) into a channel of capacity one, and lives until the channel's last receiver is gone.
+///
+/// Lifetime: the record is the channel's receivers_gone_hook (channel_state.hpp), so it is
+/// freed by the last receiver handle, whether the timer has fired or not (Go 1.23's
+/// time.After and time.Ticker, collectable once unreferenced). The hook cancels the entry
+/// first: timer_service::cancel() returns only once the entry is out of the heap and its
+/// callback is not running on the timer thread, so the delete never meets a running fire()
+/// and a dropped after(1h) frees its entry, record and channel at once. A record whose timer
+/// is done (after's one delivery; a ticker whose channel was closed) drops its sender, so that
+/// receivers see `closed` after the last time point, and waits for the hook.
+///
+/// Synchronization: fire() runs on the timer thread; the hook on the thread dropping the last
+/// receiver. cancel()'s lock orders every fire() before the hook's delete. The one case the
+/// lock does not cover is the hook running inside fire() on the timer thread itself (the
+/// try_send resumed a coroutine of another library inline, and it dropped the receiver):
+/// `in_fire_` and `orphaned_`, touched only by the timer thread there, hand the delete to
+/// fire(). INVARIANT: fire() touches nothing of the record after queueing the entry again.
+class timer_channel final : private receivers_gone_hook {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
+  /// Throws: std::system_error if the timer thread cannot start; std::bad_alloc.
   static auto start(steady_time first, std::chrono::steady_clock::duration period)
       -> receiver<time_point> {
     auto [tx, rx] = bounded<time_point>(1);
@@ -212,49 +231,103 @@ class timer_channel final {
       delete self;
       throw;
     }
+    // Before rx leaves this thread: the precondition of set_receivers_gone_hook.
+    channel_access::state_of(rx).set_receivers_gone_hook(self);
     return std::move(rx);
   }
 
  private:
   timer_channel(sender<time_point>&& tx, steady_time first,
                 std::chrono::steady_clock::duration period) noexcept
-      : tx_(std::move(tx)), period_(period) {
+      : receivers_gone_hook{&receivers_gone}, tx_(std::move(tx)), period_(period) {
     entry_.when = first;
     entry_.fire = &fire;
     entry_.context = this;
   }
 
+  /// The last receiver is gone: stop the timer, then free the record.
+  static void receivers_gone(receivers_gone_hook* hook) noexcept {
+    auto* self = static_cast<timer_channel*>(hook);
+    static_cast<void>(timer_service::instance().cancel(self->entry_));
+    if (self->in_fire_) {
+      // Inside fire() on the timer thread (see Synchronization): fire() deletes.
+      self->orphaned_ = true;
+      return;
+    }
+    delete self;
+  }
+
   static void fire(timer_entry* e) noexcept {
     auto* self = static_cast<timer_channel*>(e->context);
     auto const now = std::chrono::steady_clock::now();
+    self->in_fire_ = true;
     // A full channel drops the tick: the receiver has not taken the last one yet.
     auto const r = self->tx_.try_send(now);
-    if (self->period_ <= self->period_.zero() || r.is_closed()) {
+    self->in_fire_ = false;
+    if (self->orphaned_) {
       delete self;
       return;
     }
-    auto next = e->when + self->period_;
+    if (self->period_ <= self->period_.zero() || r.is_closed()) {
+      self->finish_sending();
+      return;
+    }
+    auto next = steady_time::max();
+    if (self->period_ < steady_time::max() - e->when) {
+      // Saturating: a period of centuries from a deadline near the end of steady_clock's
+      // range would overflow; max() is never reached anyway.
+      next = e->when + self->period_;
+    }
     if (next <= now) {
       // Behind by a whole period or more (a stalled process): skip the missed ticks.
-      next = now + self->period_;
+      next = self->period_ < steady_time::max() - now ? now + self->period_ : steady_time::max();
     }
     e->when = next;
     try {
+      // INVARIANT (see the class comment): the last access to the record.
       timer_service::instance().add(*e);
     } catch (...) {
       // The timer's heap could not grow: the ticker stops, and its receiver sees closed.
-      delete self;
+      self->finish_sending();
     }
   }
+
+  /// The timer is done: drop the sender, so receivers see `closed` once they took the last
+  /// time point. The record stays for the hook.
+  void finish_sending() noexcept { auto const gone = std::move(tx_); }
 
   sender<time_point> tx_;
   std::chrono::steady_clock::duration period_;
   timer_entry entry_;
+  // Timer thread only (see Synchronization).
+  bool in_fire_ = false;
+  bool orphaned_ = false;
 };
+
+/// A tick period as steady_clock's duration, saturating at its max() as every timeout in the
+/// library does (deadline.hpp) instead of overflowing.
+/// Throws: std::invalid_argument if `period` is not positive (or NaN).
+template <class Rep, class Period>
+auto tick_period(std::chrono::duration<Rep, Period> period) -> std::chrono::steady_clock::duration {
+  using target = std::chrono::steady_clock::duration;
+  if (!(period > period.zero())) {
+    throw std::invalid_argument("spindle::tick: the period must be positive");
+  }
+  if (!fits_half_of<target>(period)) {
+    return target::max();
+  }
+  auto const p = std::chrono::duration_cast<target>(period);
+  // A positive period shorter than steady_clock's tick still ticks, once per clock tick.
+  return p > target::zero() ? p : target(1);
+}
 }  // namespace detail
 
 /// A channel that receives one time point (steady_clock::now() at delivery) once `delay` has
-/// passed (crossbeam-channel's `after`, Go's time.After). Usable in any select.
+/// passed (crossbeam-channel's `after`, Go's time.After), then reports closed. Usable in any
+/// select. The delay saturates as every timeout does (detail/sync/deadline.hpp): one beyond
+/// steady_clock's range never fires. Dropping the last receiver cancels the timer and frees
+/// the channel at once, fired or not: `on_recv(after(1h), ...)` in a select loop costs nothing
+/// once each select returns.
 /// Throws: std::system_error if the timer thread cannot start; std::bad_alloc.
 template <class Rep, class Period>
 auto after(std::chrono::duration<Rep, Period> delay)
@@ -264,17 +337,16 @@ auto after(std::chrono::duration<Rep, Period> delay)
 }
 
 /// A channel that receives a time point every `period` (Go's time.Ticker). Capacity one: a tick
-/// that finds the last one still unreceived is dropped. The ticker stops once every receiver
-/// is gone.
-/// Throws: std::invalid_argument if period is not positive; as after().
+/// that finds the last one still unreceived is dropped. The ticker stops, and its timer and
+/// channel are freed, once every receiver is gone. A period beyond steady_clock's range
+/// saturates (it never ticks); a positive period shorter than the clock's resolution ticks at
+/// that resolution.
+/// Throws: std::invalid_argument if period is not positive (or NaN); as after().
 template <class Rep, class Period>
 auto tick(std::chrono::duration<Rep, Period> period)
     -> receiver<std::chrono::steady_clock::time_point> {
-  auto const p = std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
-  if (!(p > p.zero())) {
-    throw std::invalid_argument("spindle::tick: the period must be positive");
-  }
-  return detail::timer_channel::start(detail::deadline_after(period), p);
+  auto const p = detail::tick_period(period);
+  return detail::timer_channel::start(detail::deadline_after(p), p);
 }
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

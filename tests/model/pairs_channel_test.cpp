@@ -563,6 +563,9 @@ class channel_pair {
         model::check(o == op::send_for,
                      "timed_out from an operation with no deadline, or before the hour");
         break;
+      case send_status::cancelled:
+        model::check(false, "cancelled from a send with no stop token");
+        break;
       case send_status::sent:
         break;
     }

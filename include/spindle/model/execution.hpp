@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One execution of the model checker: the model threads of one run of the body, the token
 // that lets exactly one of them run, the scheduling points where the chooser may pass the
@@ -30,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -333,6 +335,32 @@ class execution {
     std::erase_if(invariants_, [key](auto const& entry) { return entry.first == key; });
   }
 
+  /// The object stored under `key` in this execution (add_local), or nullptr.
+  [[nodiscard]] auto local(void const* key) const noexcept -> void* {
+    for (auto const& l : locals_) {
+      if (l.key == key) {
+        return l.object;
+      }
+    }
+    return nullptr;
+  }
+
+  /// Stores `object` under `key` for the rest of the execution; `destroy(object)` runs on the
+  /// body's thread once the body has returned (scheduler.hpp, execution_local), the newest
+  /// first.
+  void add_local(void const* key, void* object, void (*destroy)(void*)) {
+    locals_.push_back(local_object{key, object, destroy});
+  }
+
+  /// Virtual time: the latest instant the code under test let pass (let_time_pass), or the
+  /// clock's minimum while it let none pass.
+  [[nodiscard]] auto time_passed() const noexcept -> std::chrono::steady_clock::time_point {
+    return time_passed_;
+  }
+  void let_time_pass(std::chrono::steady_clock::time_point t) noexcept {
+    time_passed_ = std::max(time_passed_, t);
+  }
+
   [[noreturn]] void fail(failure_kind kind, std::string const& what) {
     std::string msg = std::string(to_string(kind)) + ": " + what + "\n" + describe();
     std::unique_lock lk(mutex_);
@@ -368,6 +396,16 @@ class execution {
     note_event(t, "store reaches memory", b.object, b.bits, "");
   }
 
+  /// The body has returned: destroys the execution-local objects, the newest first, on the
+  /// body's thread and inside the execution (their destructors are scheduled and checked).
+  void destroy_locals() {
+    while (!locals_.empty()) {
+      auto const l = locals_.back();
+      locals_.pop_back();
+      l.destroy(l.object);
+    }
+  }
+
   void wrote() noexcept {
     ++epoch_;
     forced_spins_ = 0;
@@ -385,6 +423,9 @@ class execution {
       // The function object (and whatever it captured, e.g. channel handles) dies inside the
       // execution, where its destructors are scheduled and checked like any other code.
       fn = nullptr;
+      if (id == 0) {
+        destroy_locals();
+      }
     } catch (...) {
       fail(failure_kind::assertion, "uncaught exception in model thread " + std::to_string(id));
     }
@@ -623,6 +664,13 @@ class execution {
   std::size_t trace_next_ = 0;
   std::vector<std::pair<std::uint64_t, std::function<char const*()>>> invariants_;
   std::uint64_t invariant_keys_ = 0;
+  struct local_object {
+    void const* key;
+    void* object;
+    void (*destroy)(void*);
+  };
+  std::vector<local_object> locals_;
+  std::chrono::steady_clock::time_point time_passed_ = std::chrono::steady_clock::time_point::min();
 };
 
 }  // namespace spindle::model::impl

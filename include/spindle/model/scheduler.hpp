@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A deterministic scheduler for model-checking code built on spindle's atomic hooks.
 //
@@ -64,6 +65,16 @@
 // through model::thread. Memory reuse: link <spindle/model/track_allocations.hpp> into the
 // program so freed blocks are forgotten by the race detector.
 //
+// Library state and time. A process-wide service of the library (the timer of
+// detail/coro/timer.hpp) cannot live across executions: each execution starts from scratch, and
+// a failed one is abandoned with its threads. execution_local<T>() gives such a service one
+// object per execution, destroyed on the body's thread when the body returns (so a service
+// thread it started is stopped and joined inside the execution). Virtual time: model::now() is
+// steady_clock::now() until the code lets time pass (let_time_pass, after a timed wait the
+// scheduler ended), and then at least that instant, so a deadline that a timed-out wait stood
+// for reads as passed; a deadline far away (an hour) never passes on the real clock during a
+// test, so the outcome depends on the schedule only.
+//
 // Layout. This header is the checker's entry point (explore, check, thread, forget_memory) and
 // includes its parts: options.hpp (options, presets, report), strategies.hpp (the choosers),
 // race_detector.hpp (vector clocks and the payload race detector), threads.hpp (thread records,
@@ -81,6 +92,7 @@
 #include <spindle/model/threads.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -213,6 +225,54 @@ class quiescence_invariant {
   impl::execution* ex_ = nullptr;
   std::uint64_t key_ = 0;
 };
+
+namespace impl {
+/// One key per type for execution_local<T>.
+template <class T>
+inline char const local_key = 0;
+}  // namespace impl
+
+/// The running execution's object of type T, made by `make()` (which returns a T* from
+/// `new`) the first time an execution asks; the execution deletes it on the body's thread once
+/// the body has returned, inside the execution. For library services that are process-wide
+/// outside the checker (see "Library state and time" above). Outside an execution, aborts.
+template <class T, class Make>
+auto execution_local(Make make) -> T& {
+  auto* ex = impl::current_execution;
+  if (ex == nullptr) {
+    impl::outside_execution("model::execution_local");
+  }
+  if (void* p = ex->local(&impl::local_key<T>); p != nullptr) {
+    return *static_cast<T*>(p);
+  }
+  T* const made = make();
+  ex->add_local(&impl::local_key<T>, made, [](void* p) { delete static_cast<T*>(p); });
+  return *made;
+}
+
+/// The running execution's object of type T if it made one (execution_local), else nullptr
+/// (also outside an execution).
+template <class T>
+auto find_execution_local() noexcept -> T* {
+  auto* ex = impl::current_execution;
+  return ex == nullptr ? nullptr : static_cast<T*>(ex->local(&impl::local_key<T>));
+}
+
+/// The model's clock: steady_clock::now(), or the latest instant the running execution let
+/// pass if that is later (virtual time; see above).
+inline auto now() noexcept -> std::chrono::steady_clock::time_point {
+  auto const real = std::chrono::steady_clock::now();
+  auto* ex = impl::current_execution;
+  return ex == nullptr ? real : std::max(real, ex->time_passed());
+}
+
+/// Virtual time: from now on model::now() reads at least `t` in the running execution (called
+/// by code whose timed wait for `t` the scheduler ended). Outside an execution, does nothing.
+inline void let_time_pass(std::chrono::steady_clock::time_point t) noexcept {
+  if (auto* ex = impl::current_execution; ex != nullptr) {
+    ex->let_time_pass(t);
+  }
+}
 
 /// Drops the race detector's memory of [p, p + size): the storage was freed and may be reused.
 /// <spindle/model/track_allocations.hpp> calls it from operator delete.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The shared state behind a pair of channel handles: one of the four flavours plus the
 // sender and receiver reference counts that decide when the channel closes, when it discards
@@ -46,6 +47,13 @@ struct adopt_handle_t {
   explicit adopt_handle_t() = default;
 };
 inline constexpr adopt_handle_t adopt_handle{};
+
+/// What a channel's last receiver handle runs once it has closed the channel and discarded
+/// its values: a timer channel (spindle::after, spindle::tick, select.hpp) cancels its timer
+/// and frees its record there, so that a timer nobody can receive from holds no memory.
+struct receivers_gone_hook {
+  void (*run)(receivers_gone_hook* self) noexcept = nullptr;
+};
 
 template <class T>
 class channel_state {
@@ -255,8 +263,18 @@ class channel_state {
       return;
     }
     self->visit([](auto& flavour) { flavour.discard(); });
+    if (self->receivers_gone_ != nullptr) {
+      // May drop the hook owner's sender handle: that side's finish() then runs first.
+      self->receivers_gone_->run(self->receivers_gone_);
+    }
     self->finish();
   }
+
+  /// Installs the hook the last receiver runs (see receivers_gone_hook).
+  ///
+  /// Preconditions: no handle of the channel has left the thread that made it, so nothing
+  /// reads the field yet; the hook's owner lives until the hook runs.
+  void set_receivers_gone_hook(receivers_gone_hook* hook) noexcept { receivers_gone_ = hook; }
 
  private:
   /// visit() for a const or a mutable state: `Self` is channel_state or channel_state const.
@@ -290,6 +308,9 @@ class channel_state {
   atomic<std::size_t> receivers_{1};
   atomic<bool> destroy_{false};
   channel_flavor const flavor_;
+  // Written once before any handle is shared; read by the last receiver, whose acq_rel
+  // decrement of receivers_ orders it after every handle's use (and so after the write).
+  receivers_gone_hook* receivers_gone_ = nullptr;
   // Written only next to a sleep, on a line of their own so that those writes never slow the
   // fields above.
   cache_padded<channel_counters> counters_{};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The awaitable channel operations (sender::async_send, receiver::async_recv and their timed
 // and stop_token forms): each is a select of one channel case, with a timeout or stop case for
@@ -14,12 +15,13 @@
 #include <optional>
 #include <stop_token>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// `co_await tx.async_send(v)` -> send_result<T>: sent, or closed with the value; with a
-/// deadline also timed_out with the value.
+/// deadline also timed_out with the value, with a stop token cancelled with the value.
 template <class T, class... Extra>
 class send_awaiter : public select_awaiter_base<send_case<T, no_handler>, Extra...> {
   using base = select_awaiter_base<send_case<T, no_handler>, Extra...>;
@@ -42,10 +44,15 @@ class send_awaiter : public select_awaiter_base<send_case<T, no_handler>, Extra.
     if (this->chosen() == 0) {
       return std::get<0>(this->cases()).take();
     }
-    return send_result<T>{send_status::timed_out, std::optional<T>(std::move(value_))};
+    return send_result<T>{other_status, std::optional<T>(std::move(value_))};
   }
 
  private:
+  // What a chosen extra case means: a stop request, or else a deadline.
+  static constexpr send_status other_status = (std::is_same_v<Extra, stop_case<no_handler>> || ...)
+                                                  ? send_status::cancelled
+                                                  : send_status::timed_out;
+
   T value_;
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The timer: one thread per process that fires timer entries at their deadlines. It serves
 // what must wait for a time without holding a thread: a coroutine's sleep_for/sleep_until,
@@ -19,11 +20,24 @@
 // leaked singleton, started on first use): its thread may still sleep when static destructors
 // run, and entries may still be queued at exit.
 //
-// Synchronization: `mu_` guards the heap, every entry's `index` and `firing_`. The thread's
-// parker publishes nothing: the thread re-reads the heap under the lock.
+// Synchronization: `mu_` guards the heap, every entry's `index` and `firing_`. `firing_` is
+// also an atomic so that cancel() can wait for a running callback without taking the lock
+// (which the timer thread needs to clear the mark); that read is a hint, the lock decides. The
+// thread's parker publishes nothing: the thread re-reads the heap under the lock.
 //
-// Not for the model checker: the thread is a real std::thread with real time. The model tests
-// of select and coroutines use no timer.
+// Under the model checker (SPINDLE_MODEL_CHECK) the timer is one service per model execution
+// (model::execution_local), its thread a model thread that waits on the parker in virtual
+// time: the scheduler may end its timed park at any scheduling point, which lets the earliest
+// deadline pass (model::let_time_pass) and fires the entry, so every step of add, cancel and
+// fire interleaves with the code under test. The service is stopped and its thread joined when
+// the execution's body returns, and it checks then that no entry is still queued. An entry
+// checks when it is destroyed that it is not queued: an owner that frees its entry while the
+// heap still holds it fails the execution at once, before the memory is reused. An entry may
+// be destroyed while its callback still runs, once the callback is past its last access (a
+// sleep's callback resumes the coroutine that owns it), so a cancel() that returns during a
+// callback is caught by what the callback touches afterwards (tests/model/timer_test.cpp), not
+// here. Deadlines are compared with model::now(): the real clock, or the virtual time let pass
+// if later (tests/model/README.md).
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -32,6 +46,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -50,6 +66,14 @@ struct timer_entry {
   void* context = nullptr;
   // Guarded by the service's mutex: the entry's position in the heap, or not_queued.
   std::size_t index = not_queued;
+
+#if defined(SPINDLE_MODEL_CHECK)
+  timer_entry() = default;
+  timer_entry(timer_entry const&) = default;
+  auto operator=(timer_entry const&) -> timer_entry& = default;
+  // Checks that the service no longer holds the entry (defined below timer_service).
+  ~timer_entry();
+#endif
 };
 
 class timer_service {
@@ -57,10 +81,43 @@ class timer_service {
   /// The process's timer; starts its thread on first use.
   /// Throws: std::system_error if the thread cannot start; std::bad_alloc.
   static auto instance() -> timer_service& {
+#if defined(SPINDLE_MODEL_CHECK)
+    // One per model execution, deleted when its body returns (see the file comment).
+    return ::spindle::model::execution_local<timer_service>([] { return new timer_service; });
+#else
     // Leaked on purpose: see "Lifetime" above.
     static timer_service* const service = new timer_service;
     return *service;
+#endif
   }
+
+#if defined(SPINDLE_MODEL_CHECK)
+  timer_service(timer_service const&) = delete;
+  auto operator=(timer_service const&) -> timer_service& = delete;
+
+  /// The end of a model execution: checks that no entry is left, stops the thread and joins it.
+  ~timer_service() {
+    {
+      std::lock_guard lock(mu_);
+      ::spindle::model::check(heap_.empty(),
+                              "a timer entry is still queued when the execution's body returns");
+      stopping_ = true;
+    }
+    wake_.unpark();
+    thread_->join();
+  }
+
+  /// Fails the model execution if `e` is still queued (its owner frees it under the heap).
+  static void check_released(timer_entry const& e) noexcept {
+    auto* const self = ::spindle::model::find_execution_local<timer_service>();
+    if (self == nullptr) {
+      return;
+    }
+    std::lock_guard lock(self->mu_);
+    ::spindle::model::check(e.index == timer_entry::not_queued,
+                            "a timer entry is destroyed while still queued");
+  }
+#endif
 
   /// Queues `e` to fire at e.when (at once if that has passed).
   /// Throws: std::bad_alloc when the heap cannot grow (`e` is not queued).
@@ -78,37 +135,82 @@ class timer_service {
     }
   }
 
-  /// Removes `e` if it has not fired; returns true if so. Otherwise waits until its callback
-  /// has returned, and returns false. Afterwards the service does not touch `e`.
+  /// Removes `e` if it is queued and returns true if it was (it will not fire again), false
+  /// if it was not queued. Either way, waits until a callback of `e` running on the timer
+  /// thread has returned (a callback that queued `e` again is removed as well). Afterwards
+  /// the service does not touch `e`, and the owner may destroy it; called from `e`'s own
+  /// callback (on the timer thread), it returns at once, and the callback still runs.
   auto cancel(timer_entry& e) noexcept -> bool {
+    bool removed = false;
     for (;;) {
+#if defined(SPINDLE_MODEL_CHECK)
+      std::uint32_t seen = 0;
+#endif
       {
         std::lock_guard lock(mu_);
         if (e.index != timer_entry::not_queued) {
           remove_at(e.index);
-          return true;
+          removed = true;
         }
-        if (firing_ != &e || std::this_thread::get_id() == thread_id_) {
-          // Not queued, and not firing, or firing on this very thread (a callback that
-          // resumed a coroutine inline, which then cancels): it will not touch `e` again.
-          return false;
+        // relaxed: written under mu_, which we hold.
+        if (firing_.load(std::memory_order_relaxed) != &e ||
+            std::this_thread::get_id() == thread_id_) {
+          // Not firing, or firing on this very thread (a callback that resumed a coroutine
+          // inline, which then cancels): the service will not touch `e` again.
+          return removed;
         }
+#if defined(SPINDLE_MODEL_CHECK)
+        // relaxed: written under mu_, which we hold.
+        seen = fired_.load(std::memory_order_relaxed);
+#endif
       }
-      // Its callback runs now on the timer thread, and is short.
-      thread_yield();
+      // Its callback runs now on the timer thread, and is short. Wait without the lock, which
+      // the thread needs to clear the mark.
+#if defined(SPINDLE_MODEL_CHECK)
+      // The model sleeps until the thread counts the callback done instead: the checker treats
+      // two spinning threads as a livelock even when one of them (a callback's try_send that
+      // lost a race with the close this cancel follows) would leave its loop next step.
+      futex_wait(fired_, seen);
+#else
+      do {
+        thread_yield();
+        // relaxed: a hint; the check under mu_ above decides, and its lock orders the callback
+        // before our return (the thread clears the mark under mu_ after the callback).
+      } while (firing_.load(std::memory_order_relaxed) == &e);
+#endif
     }
   }
 
- private:
-  timer_service() {
-    std::thread t([this] { run(); });
-    thread_id_ = t.get_id();
-    t.detach();
+  /// The number of queued entries (a snapshot), for tests that check that dropped timers do
+  /// not pile up.
+  [[nodiscard]] auto queued() noexcept -> std::size_t {
+    std::lock_guard lock(mu_);
+    return heap_.size();
   }
 
-  [[noreturn]] void run() noexcept {
+ private:
+#if defined(SPINDLE_MODEL_CHECK)
+  timer_service() : thread_(std::make_unique<os_thread>([this] { run(); })) {}
+#else
+  timer_service() {
+    std::thread([this] { run(); }).detach();
+  }
+#endif
+
+  /// The time deadlines are compared with: the model's virtual time under the checker.
+  static auto now() noexcept -> steady_time {
+#if defined(SPINDLE_MODEL_CHECK)
+    return ::spindle::model::now();
+#else
+    return std::chrono::steady_clock::now();
+#endif
+  }
+
+  void run() noexcept {
     std::unique_lock lock(mu_);
-    for (;;) {
+    // Under the lock: cancel() compares it under the lock; until now no callback can run.
+    thread_id_ = std::this_thread::get_id();
+    while (!stopping_) {
       if (heap_.empty()) {
         lock.unlock();
         wake_.park();
@@ -116,20 +218,34 @@ class timer_service {
         continue;
       }
       timer_entry* const first = heap_.front();
-      auto const now = std::chrono::steady_clock::now();
-      if (first->when > now) {
+      if (first->when > now()) {
         auto const when = first->when;
         lock.unlock();
-        static_cast<void>(wake_.park_until(when));
+        bool const woken = wake_.park_until(when);
+#if defined(SPINDLE_MODEL_CHECK)
+        if (!woken) {
+          // The scheduler ended the timed park: virtual time reaches the deadline.
+          ::spindle::model::let_time_pass(when);
+        }
+#else
+        static_cast<void>(woken);
+#endif
         lock.lock();
         continue;
       }
       remove_at(0);
-      firing_ = first;
+      // relaxed: under mu_; the atomic only serves cancel()'s wait without the lock.
+      firing_.store(first, std::memory_order_relaxed);
       lock.unlock();
       first->fire(first);
       lock.lock();
-      firing_ = nullptr;
+      // relaxed: under mu_, as above.
+      firing_.store(nullptr, std::memory_order_relaxed);
+#if defined(SPINDLE_MODEL_CHECK)
+      // relaxed: under mu_; the cancel() that sleeps on it re-checks under mu_.
+      fired_.fetch_add(1, std::memory_order_relaxed);
+      futex_wake_all(fired_);
+#endif
     }
   }
 
@@ -185,10 +301,28 @@ class timer_service {
 
   mutex mu_;
   std::vector<timer_entry*> heap_;
-  timer_entry* firing_ = nullptr;
+  // Written under mu_ by the thread; read under mu_, or as a hint by cancel()'s wait.
+  atomic<timer_entry*> firing_{nullptr};
+  // Set by the thread when it starts, under the lock.
   std::thread::id thread_id_;
   // Owned by the timer thread: it parks, add() unparks.
   parker wake_;
+#if defined(SPINDLE_MODEL_CHECK)
+  // Guarded by mu_: the execution's body has returned, the thread leaves.
+  bool stopping_ = false;
+  // Callbacks returned, counted under mu_: what cancel() sleeps on while one runs.
+  atomic<std::uint32_t> fired_{0};
+  std::unique_ptr<os_thread> thread_;
+#else
+  // The process's timer never stops.
+  static constexpr bool stopping_ = false;
+#endif
 };
+
+#if defined(SPINDLE_MODEL_CHECK)
+inline timer_entry::~timer_entry() {
+  timer_service::check_released(*this);
+}
+#endif
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

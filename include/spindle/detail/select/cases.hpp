@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The cases of a select (spindle/select.hpp) and of the awaitable channel operations
 // (detail/coro/select_awaiter.hpp): each is one operation that the select may complete.
@@ -224,7 +225,15 @@ class timeout_case : public select_case {
   timeout_case(timeout_case&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
       : select_case(std::move(other)), deadline_(other.deadline_), f_(std::move(other.f_)) {}
 
-  auto try_fire() -> bool override { return std::chrono::steady_clock::now() >= deadline_; }
+  auto try_fire() -> bool override {
+#if defined(SPINDLE_MODEL_CHECK)
+    // The timer's virtual time (detail/coro/timer.hpp): the deadline passed once the timer
+    // fired for it.
+    return ::spindle::model::now() >= deadline_;
+#else
+    return std::chrono::steady_clock::now() >= deadline_;
+#endif
+  }
   [[nodiscard]] auto deadline() const noexcept -> std::optional<steady_time> override {
     return deadline_;
   }
