@@ -3,7 +3,10 @@
 // room (and do not spin), workers spawning into their own deques are never held back,
 // shutdown releases blocked submitters with an error, and every accepted task runs once.
 
+#include <spindle/async.hpp>
+#include <spindle/channel.hpp>
 #include <spindle/executor.hpp>
+#include <spindle/task.hpp>
 
 #include "support/tracked.hpp"
 
@@ -56,6 +59,13 @@ class hold_workers {
   std::atomic<std::size_t> left_{0};
   std::atomic<bool> open_{false};
 };
+
+/// Counts itself as waiting, then receives one value.
+auto recv_one(spindle::receiver<int> rx, std::atomic<int>* waiting) -> spindle::task<int> {
+  waiting->fetch_add(1);
+  auto v = co_await rx.async_recv();
+  co_return v ? *v : -1;
+}
 
 auto thread_cpu() -> std::chrono::nanoseconds {
   timespec ts{};
@@ -210,4 +220,69 @@ TEST(Backpressure, ManyProducersExactlyOnce) {
   ex.shutdown();
   EXPECT_EQ(ran.load(), 8000);
   EXPECT_LE(max_depth.load(), bound);
+}
+
+// Coroutine resumptions queued from outside take no place of the bound (the documented
+// contract): 16 of them in a capacity-4 injector still leave room for 4 submissions (they
+// counted, and try_post said `full` with no submission queued), and taking them out gives
+// back no place. metrics().injector_depth counts them.
+TEST(Backpressure, ResumptionsTakeNoPlace) {
+  constexpr int coroutines = 16;
+  constexpr std::size_t bound = 4;
+  spindle::executor ex(spindle::executor_options().workers(1).injector_capacity(bound));
+  auto [tx, rx] = spindle::unbounded<int>();
+  std::atomic<int> waiting{0};
+  std::vector<spindle::join_handle<int>> hs;
+  for (int i = 0; i < coroutines; ++i) {
+    hs.push_back(ex.spawn(recv_one(rx, &waiting)));
+  }
+  while (waiting.load() < coroutines) {
+    std::this_thread::yield();
+  }
+  std::atomic<int> ran{0};
+  {
+    // The only worker runs this after every coroutine's first part: all 16 are suspended.
+    hold_workers hold(ex, 1);
+    for (int i = 0; i < coroutines; ++i) {
+      ASSERT_TRUE(tx.send(i).is_sent());  // resumes a coroutine from here: into the injector
+    }
+    EXPECT_EQ(ex.metrics().injector_depth, static_cast<std::size_t>(coroutines));
+    for (std::size_t i = 0; i < bound; ++i) {
+      EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::accepted)
+          << "submission " << i;
+    }
+    EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::full);
+  }
+  int sum = 0;
+  for (auto& h : hs) {
+    sum += h.join();
+  }
+  EXPECT_EQ(sum, coroutines * (coroutines - 1) / 2);
+  // Taking the resumptions out gave back no place they did not hold: the bound is still
+  // exact. The worker is held by a task that try_post queues, so that a bound gone wrong
+  // fails here instead of blocking a post for ever.
+  std::atomic<bool> entered{false};
+  std::atomic<bool> open{false};
+  auto const gate = [&entered, &open] {
+    entered.store(true);
+    while (!open.load()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  };
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ex.try_post(gate) != spindle::submit_status::accepted) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the injector stays full";
+    std::this_thread::yield();
+  }
+  while (!entered.load()) {
+    std::this_thread::yield();
+  }
+  for (std::size_t i = 0; i < bound; ++i) {
+    EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::accepted)
+        << "submission " << i << " after the resumptions ran";
+  }
+  EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::full);
+  open.store(true);
+  ex.shutdown();
+  EXPECT_EQ(ran.load(), static_cast<int>(2 * bound));
 }

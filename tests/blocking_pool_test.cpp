@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -309,6 +310,25 @@ TEST(BlockingPool, ShutdownFromAPoolThreadThrows) {
   EXPECT_TRUE(threw.load());
 }
 
+// on_own_thread() tells the pool's threads from others, so that an owner can refuse a
+// shutdown there before it changes anything of its own (executor_core::shutdown).
+TEST(BlockingPool, KnowsItsOwnThreads) {
+  blocking_pool pool(options(1));
+  blocking_pool other(options(1));
+  EXPECT_FALSE(pool.on_own_thread());
+  std::latch done(1);
+  std::atomic<bool> own{false};
+  std::atomic<bool> others{true};
+  ASSERT_TRUE(try_submit(pool, [&] {
+    own = pool.on_own_thread();
+    others = other.on_own_thread();
+    done.count_down();
+  }));
+  done.wait();
+  EXPECT_TRUE(own.load());
+  EXPECT_FALSE(others.load());
+}
+
 // on_thread_start and on_thread_stop run once per thread, on that thread, with its index;
 // every task runs on a thread whose start hook ran.
 TEST(BlockingPool, HooksRunOncePerThreadOnThatThread) {
@@ -434,6 +454,32 @@ TEST(BlockingPool, ThreadsAreNamed) {
     }
   }
   EXPECT_EQ(expected_name("a-much-too-long-prefix", 11), "a-much-too-l-11");
+}
+
+// name_tag goes between the prefix and the index and, like the index, is never cut.
+TEST(BlockingPool, NameTagIsKeptWhole) {
+  auto o = options(1);
+  o.name_prefix = "abcdefghijklmno";
+  o.name_tag = "b-";
+  std::string name;
+  std::latch done(1);
+  blocking_pool pool(std::move(o));
+  ASSERT_TRUE(try_submit(pool, [&] {
+    char buf[16] = {};
+    pthread_getname_np(pthread_self(), buf, sizeof buf);
+    name = buf;
+    done.count_down();
+  }));
+  done.wait();
+  EXPECT_EQ(name, "abcdefghijk-b-0");
+}
+
+// A stack size that rounding up to whole pages would wrap around is refused at construction
+// with std::invalid_argument, like one below the minimum.
+TEST(BlockingPool, HugeStackIsRejected) {
+  auto o = options(1);
+  o.stack_size = std::numeric_limits<std::size_t>::max();
+  EXPECT_THROW(blocking_pool(std::move(o)), std::invalid_argument);
 }
 
 // A stack size below the system's minimum is refused at construction; a valid one reaches

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -102,6 +104,17 @@ TEST(ExecutorOptions, EmptyNameKeepsTheProcessName) {
   EXPECT_EQ(ex.spawn([] { return this_thread_name(); }).join(), mine);
 }
 
+// A prefix of the full 15 bytes is shortened so that "-<i>" and "-b-<j>" fit whole: worker 0
+// and blocking thread 0 keep different names (they were both "abcdefghijklm-0").
+TEST(ExecutorOptions, FullLengthNameKeepsWorkersAndBlockingThreadsApart) {
+  spindle::executor ex(spindle::executor_options().workers(1).thread_name("abcdefghijklmno"));
+  auto const worker = ex.spawn([] { return this_thread_name(); }).join();
+  auto const blocking = ex.spawn_blocking([] { return this_thread_name(); }).join();
+  EXPECT_EQ(worker, "abcdefghijklm-0");
+  EXPECT_EQ(blocking, "abcdefghijk-b-0");
+  EXPECT_NE(worker, blocking);
+}
+
 // The stack size reaches the worker threads (rounded up to whole pages).
 TEST(ExecutorOptions, StackSizeReachesTheWorkers) {
   std::size_t const want = 512 * 1024;
@@ -127,6 +140,43 @@ TEST(ExecutorOptions, TooSmallStackIsRejected) {
                                      .stack_size(1)),
                std::invalid_argument);
   EXPECT_EQ(started.load(), 0);
+}
+
+// The error names the setting the user passed, executor_options::stack_size, not an internal
+// one (it named detail::blocking_pool_options, whose check ran first).
+TEST(ExecutorOptions, TooSmallStackErrorNamesTheOption) {
+  try {
+    spindle::executor ex(spindle::executor_options().workers(1).stack_size(1));
+    FAIL() << "stack_size(1) was accepted";
+  } catch (std::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("spindle::executor_options::stack_size"), std::string::npos) << what;
+    EXPECT_EQ(what.find("blocking_pool"), std::string::npos) << what;
+  }
+}
+
+// A size that rounding up to whole pages would wrap around is a std::invalid_argument from
+// the constructor, before any thread starts (it was a std::system_error from the first
+// thread's start).
+TEST(ExecutorOptions, HugeStackIsRejectedBeforeRounding) {
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  for (std::size_t const size : {max, max - 1}) {
+    std::atomic<int> started{0};
+    try {
+      spindle::executor ex(spindle::executor_options()
+                               .workers(1)
+                               .on_thread_start([&](std::size_t) { started.fetch_add(1); })
+                               .stack_size(size));
+      ADD_FAILURE() << "stack_size(" << size << ") was accepted";
+    } catch (std::invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find("spindle::executor_options::stack_size"),
+                std::string::npos)
+          << e.what();
+    } catch (std::exception const& e) {
+      ADD_FAILURE() << "stack_size(" << size << "): not std::invalid_argument: " << e.what();
+    }
+    EXPECT_EQ(started.load(), 0);
+  }
 }
 
 // Pinning: worker i runs only on worker_cpus[i % size].
@@ -326,6 +376,96 @@ TEST(ExecutorMetrics, CountsAddUp) {
   EXPECT_EQ(run, static_cast<std::uint64_t>(tasks));
   EXPECT_EQ(m.injector_depth, 0U);
   EXPECT_GT(m.uptime.count(), 0);
+}
+
+// An idle executor is parked, not busy: while a worker sleeps, its parked time grows with the
+// uptime and its busy time stands still (the sleep in progress was counted only once it ended:
+// a worker asleep for 200 ms reported 200 ms more busy time and no more parked time). The
+// workers may linger a while before they first sleep on a loaded machine, so the test waits
+// for the sleep rather than assuming it.
+TEST(ExecutorMetrics, IdleExecutorIsParkedNotBusy) {
+  using std::chrono::milliseconds;
+  spindle::executor ex{2};
+  // times_parked is counted as a sleep begins, times_woken as it ends.
+  auto const asleep = [](spindle::worker_metrics const& w) {
+    return w.times_parked == w.times_woken + 1;
+  };
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto const m = ex.metrics();
+    if (std::all_of(m.workers.begin(), m.workers.end(), asleep)) {
+      break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the workers never slept";
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto const a = ex.metrics();
+    std::this_thread::sleep_for(milliseconds(200));
+    auto const b = ex.metrics();
+    ASSERT_EQ(a.workers.size(), 2U);
+    ASSERT_EQ(b.workers.size(), 2U);
+    bool same_sleep = true;
+    for (std::size_t i = 0; i < 2; ++i) {
+      same_sleep = same_sleep && asleep(a.workers[i]) &&
+                   a.workers[i].times_parked == b.workers[i].times_parked &&
+                   a.workers[i].times_woken == b.workers[i].times_woken;
+    }
+    if (!same_sleep) {
+      continue;  // a spurious wake-up between the snapshots: measure again
+    }
+    auto const elapsed = b.uptime - a.uptime;
+    ASSERT_GE(elapsed, milliseconds(200));
+    for (std::size_t i = 0; i < 2; ++i) {
+      auto const& before = a.workers[i];
+      auto const& after = b.workers[i];
+      EXPECT_LT(after.busy_time - before.busy_time, milliseconds(1)) << "worker " << i;
+      EXPECT_GT(after.parked_time - before.parked_time, elapsed - milliseconds(1))
+          << "worker " << i;
+      EXPECT_EQ(after.busy_time + after.parked_time, b.uptime) << "worker " << i;
+    }
+    return;
+  }
+  FAIL() << "the workers did not stay asleep for 200 ms";
+}
+
+// Successive snapshots, taken while the workers alternate between sleeping and running tasks,
+// never show a time going backwards (busy time fell by the length of a sleep when the sleep
+// ended, as it moved from busy to parked all at once).
+TEST(ExecutorMetrics, TimesNeverGoBackwards) {
+  spindle::executor ex{2};
+  auto last = ex.metrics();
+  auto check = [&last](spindle::executor_metrics const& m) {
+    ASSERT_GE(m.uptime, last.uptime);
+    ASSERT_EQ(m.workers.size(), last.workers.size());
+    for (std::size_t i = 0; i < m.workers.size(); ++i) {
+      auto const& now = m.workers[i];
+      auto const& before = last.workers[i];
+      EXPECT_GE(now.busy_time, before.busy_time) << "worker " << i;
+      EXPECT_GE(now.parked_time, before.parked_time) << "worker " << i;
+      EXPECT_EQ(now.busy_time + now.parked_time, m.uptime) << "worker " << i;
+    }
+    last = m;
+  };
+  for (int round = 0; round < 40; ++round) {
+    // Asleep: the workers park within a few hundred microseconds of running out of work.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    check(ex.metrics());
+    // Awake: a task on each worker, with snapshots while they run.
+    std::vector<spindle::join_handle<void>> hs;
+    for (int i = 0; i < 2; ++i) {
+      hs.push_back(ex.spawn([] {
+        auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }));
+    }
+    check(ex.metrics());
+    for (auto& h : hs) {
+      h.join();
+    }
+    check(ex.metrics());
+  }
 }
 
 // Queue depths show work that waits: tasks held behind a blocked worker are counted.

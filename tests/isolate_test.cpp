@@ -4,11 +4,14 @@
 // that task runs on the thread that holds the lock (a deadlock with a real mutex; here it is
 // detected instead of hanging); with isolation it never does.
 
+#include <spindle/channel.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/isolate.hpp>
 #include <spindle/parallel.hpp>
+#include <spindle/task.hpp>
 #include <spindle/task_group.hpp>
 
+#include "support/receipts.hpp"
 #include "support/stolen_join.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +19,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -70,6 +75,72 @@ auto lock_across_join(bool isolated) -> bool {
   ex.shutdown();
   EXPECT_TRUE(c_ran.load());
   return lock.reentered.load();
+}
+
+/// Runs `scenario` on its own thread and aborts the test binary with a message if it has not
+/// returned within `limit`: a hung executor cannot be recovered, and CI must not wait for ever.
+template <class Scenario>
+void finishes(Scenario scenario, char const* what,
+              std::chrono::seconds limit = std::chrono::seconds(30)) {
+  std::atomic<bool> done{false};
+  std::thread runner([&] {
+    scenario();
+    done.store(true);
+  });
+  spindle_test::wait_until([&] { return done.load(); }, limit, what);
+  runner.join();
+}
+
+/// Receives one value; the coroutine suspends until a sender comes.
+auto recv_once(spindle::receiver<int> rx, std::atomic<int>* started)
+    -> spindle::task<std::optional<int>> {
+  started->fetch_add(1);
+  co_return co_await rx.async_recv();
+}
+
+/// Set while a test's region runs, on the thread that runs it.
+thread_local bool in_region = false;
+
+/// Receives one value, then records whether it runs inside the test's region.
+auto recv_and_look(spindle::receiver<int> rx, std::atomic<int>* started,
+                   std::atomic<bool>* ran_inside) -> spindle::task<void> {
+  started->fetch_add(1);
+  static_cast<void>(co_await rx.async_recv());
+  if (in_region) {
+    ran_inside->store(true);
+  }
+}
+
+/// On a one-worker executor, inside a region: a task of the region is queued, then two
+/// suspended coroutines are woken (the second's resumption displaces the first's from the
+/// worker's next slot), then `between` runs, then the region waits for its task.
+void region_task_under_resumptions(void (*between)()) {
+  spindle::executor ex{1};
+  auto [tx1, rx1] = spindle::bounded<int>(1);
+  auto [tx2, rx2] = spindle::bounded<int>(1);
+  std::atomic<int> started{0};
+  auto c1 = ex.spawn(recv_once(rx1, &started));
+  auto c2 = ex.spawn(recv_once(rx2, &started));
+  while (started.load() < 2) {
+    std::this_thread::yield();
+  }
+  // Both are suspended in async_recv once the worker is free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int const r = ex.spawn([&] {
+                    return spindle::isolate(ex, [&] {
+                      spindle::task_group g{ex};
+                      int v = 0;
+                      g.spawn([&] { v = 42; });
+                      EXPECT_TRUE(tx1.try_send(1).is_sent());
+                      EXPECT_TRUE(tx2.try_send(2).is_sent());
+                      between();
+                      g.wait();
+                      return v;
+                    });
+                  }).join();
+  EXPECT_EQ(r, 42);
+  EXPECT_EQ(c1.join(), std::optional<int>(1));
+  EXPECT_EQ(c2.join(), std::optional<int>(2));
 }
 
 }  // namespace
@@ -163,4 +234,147 @@ TEST(Isolate, ForkJoinInsideARegion) {
   EXPECT_EQ(spindle::isolate(ex, [&] { return fib::run(ex, 20); }), 6765U);
   EXPECT_EQ(ex.spawn([&] { return spindle::isolate(ex, [&] { return fib::run(ex, 20); }); }).join(),
             6765U);
+}
+
+// The region's own task is queued under coroutine resumptions that belong to no region: the
+// isolated wait still reaches it (on one worker it used to put the resumption back and sleep
+// for ever). Resumptions woken inside a region go where every worker finds them instead.
+TEST(Isolate, RegionTaskUnderWokenCoroutines) {
+  finishes([] { region_task_under_resumptions([] {}); }, "an isolated wait under resumptions");
+}
+
+// The same after a blocking channel call inside the region, which hands the worker's next
+// slot (a resumption) to the queues before the thread blocks.
+TEST(Isolate, RegionTaskUnderAResumptionFlushedByABlockingCall) {
+  finishes(
+      [] {
+        region_task_under_resumptions([] {
+          auto [tx, rx] = spindle::bounded<int>(1);
+          EXPECT_TRUE(rx.recv_for(std::chrono::milliseconds(2)).is_timed_out());
+        });
+      },
+      "an isolated wait after a blocking call");
+}
+
+// A lock held across an isolated parallel loop while unrelated tasks that take the same lock
+// are queued: a worker that stole part of the loop may block on the lock in one of them, with
+// more of the loop in its deque. The isolated waiter must take that part from it (it used to
+// sleep, and the program hung about once in 25 runs of 200).
+TEST(Isolate, LockAcrossAnIsolatedLoopWithQueuedLockers) {
+  finishes(
+      [] {
+        for (int rep = 0; rep < 200; ++rep) {
+          spindle::executor ex{2};
+          std::mutex m;
+          std::atomic<int> lockers{0};
+          std::atomic<std::int64_t> sum{0};
+          for (int i = 0; i < 8; ++i) {
+            ex.post([&] {
+              std::lock_guard guard(m);
+              lockers.fetch_add(1);
+            });
+          }
+          ex.spawn([&] {
+              std::lock_guard guard(m);
+              spindle::isolate(ex, [&] {
+                spindle::parallel_for(ex, 0, 4096, [&](int i) { sum.fetch_add(i); });
+              });
+            }).join();
+          ex.shutdown();
+          ASSERT_EQ(sum.load(), std::int64_t{4095} * 4096 / 2);
+          ASSERT_EQ(lockers.load(), 8);
+        }
+      },
+      "a lock held across an isolated loop");
+}
+
+// Two regions wait at once on a two-worker executor, each stealing the other's tasks while it
+// looks for its own: what a wait takes and may not run goes back where the other finds it.
+TEST(Isolate, TwoRegionsAtOnce) {
+  finishes(
+      [] {
+        for (int rep = 0; rep < 50; ++rep) {
+          spindle::executor ex{2};
+          std::atomic<std::int64_t> sum{0};
+          auto loop = [&] {
+            spindle::isolate(ex, [&] {
+              spindle::parallel_for(ex, 0, 2000, 1, [&](int i) { sum.fetch_add(i); });
+            });
+          };
+          auto a = ex.spawn(loop);
+          auto b = ex.spawn(loop);
+          a.join();
+          b.join();
+          ASSERT_EQ(sum.load(), std::int64_t{1999} * 2000);
+        }
+      },
+      "two isolated loops at once");
+}
+
+// isolate() left by an exception on a worker restores the worker's region: the worker's next
+// wait helps with outside tasks again. (On the only worker, a wait left inside the region
+// would never run the outside task it joins, and hang.)
+TEST(Isolate, ExceptionRestoresTheRegionOnAWorker) {
+  finishes(
+      [] {
+        spindle::executor ex{1};
+        std::atomic<bool> thrown{false};
+        std::promise<spindle::join_handle<int>> outside;
+        auto got = outside.get_future();
+        auto t = ex.spawn([&] {
+          try {
+            spindle::isolate(ex, [] { throw std::runtime_error("left by an exception"); });
+          } catch (std::runtime_error const&) {
+            thrown.store(true);
+          }
+          return got.get().join();
+        });
+        while (!thrown.load()) {
+          std::this_thread::yield();
+        }
+        outside.set_value(ex.spawn([] { return 7; }));
+        EXPECT_EQ(t.join(), 7);
+      },
+      "a join after isolate() threw");
+}
+
+// A join inside a region whose first half wakes two coroutines: the second's resumption
+// displaces the first's onto the deque, above the join's second half. The join's own pop finds
+// it first and must not run it there (it would run under the region's locks); it waits as for
+// a stolen half, and the isolated wait takes the second half from under it.
+TEST(Isolate, JoinDoesNotRunAWokenCoroutineInsideTheRegion) {
+  finishes(
+      [] {
+        spindle::executor ex{1};
+        auto [tx1, rx1] = spindle::bounded<int>(1);
+        auto [tx2, rx2] = spindle::bounded<int>(1);
+        std::atomic<int> started{0};
+        std::atomic<bool> ran_inside{false};
+        auto c1 = ex.spawn(recv_and_look(rx1, &started, &ran_inside));
+        auto c2 = ex.spawn(recv_and_look(rx2, &started, &ran_inside));
+        while (started.load() < 2) {
+          std::this_thread::yield();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        int const r = ex.spawn([&] {
+                          return spindle::isolate(ex, [&] {
+                            in_region = true;
+                            auto [a, b] = spindle::join(
+                                ex,
+                                [&] {
+                                  EXPECT_TRUE(tx1.try_send(1).is_sent());
+                                  EXPECT_TRUE(tx2.try_send(2).is_sent());
+                                  return 40;
+                                },
+                                [] { return 2; });
+                            in_region = false;
+                            return a + b;
+                          });
+                        }).join();
+        EXPECT_EQ(r, 42);
+        c1.join();
+        c2.join();
+        EXPECT_FALSE(ran_inside.load());
+      },
+      "a join inside a region after waking coroutines");
 }

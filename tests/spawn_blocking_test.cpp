@@ -154,6 +154,41 @@ TEST(SpawnBlocking, ShutdownRunsAcceptedAndRefusesLater) {
   EXPECT_THROW(static_cast<void>(ex.spawn_blocking([] {})), std::logic_error);
 }
 
+// shutdown() from a spawn_blocking task would wait for that very task: std::logic_error,
+// thrown before anything changed, so the executor keeps working (it shut the workers down
+// first, then threw).
+TEST(SpawnBlocking, ShutdownFromABlockingTaskThrowsAndChangesNothing) {
+  spindle::executor ex{1};
+  std::string const what = ex.spawn_blocking([&ex] {
+                               try {
+                                 ex.shutdown();
+                               } catch (std::logic_error const& e) {
+                                 return std::string(e.what());
+                               }
+                               return std::string("shutdown() returned");
+                             }).join();
+  EXPECT_NE(what.find("spindle::executor::shutdown called from one of its own workers or "
+                      "blocking threads"),
+            std::string::npos)
+      << what;
+  EXPECT_FALSE(ex.shutdown_token().stop_requested());
+  EXPECT_EQ(ex.spawn([] { return 7; }).join(), 7);
+  EXPECT_EQ(ex.spawn_blocking([] { return 8; }).join(), 8);
+}
+
+// Destroying the executor on one of its blocking threads cannot throw and could never
+// finish (it waits for the task doing it): it prints why and terminates, before shutting
+// anything down (an exception escaped the destructor instead).
+TEST(SpawnBlockingDeathTest, DestroyedOnItsOwnBlockingThreadTerminatesWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto* ex = new spindle::executor{1};
+        ex->spawn_blocking([ex] { delete ex; }).join();
+      },
+      "spindle: executor destroyed from one of its own workers or blocking threads");
+}
+
 // A zero bound is refused when the executor is made.
 TEST(SpawnBlocking, ZeroBoundIsRejected) {
   EXPECT_THROW(spindle::executor(spindle::executor_options().workers(1).max_blocking_threads(0)),

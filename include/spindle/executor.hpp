@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle::executor: a work-stealing thread pool, and `join`, its allocation-free fork-join.
 //
@@ -25,7 +26,8 @@
 //
 // Thread safety: every member function may be called from any thread, including the
 // executor's own workers, except shutdown() (and the destructor), which must not run on one of
-// this executor's workers, nor inside a join, parallel_for or parallel_reduce on it.
+// this executor's workers or blocking threads (a spawn_blocking task), nor inside a join,
+// parallel_for or parallel_reduce on it.
 //
 // Progress: submission and stealing are lock-free on the deques; the injector and the sleeper
 // list take a short futex mutex. Waiting (join, join_handle::join) blocks.
@@ -121,7 +123,8 @@ class executor {
   /// the blocking pool's bounds.
   ///
   /// Throws: std::invalid_argument for a setting that cannot be honoured (a stack below the
-  /// system's minimum, a CPU outside the process's affinity mask, an empty CPU set,
+  /// system's minimum or too large to round up to whole pages, a CPU outside the process's
+  /// affinity mask, an empty CPU set,
   /// max_blocking_threads == 0), before any thread starts; std::system_error if a thread
   /// cannot start; std::bad_alloc.
   explicit executor(executor_options opts) : core_(make_core(std::move(opts))) {}
@@ -130,7 +133,8 @@ class executor {
   auto operator=(executor const&) -> executor& = delete;
 
   /// Finishes every accepted task, then joins the workers (see shutdown()).
-  /// Preconditions: not called from one of this executor's workers (std::terminate if so).
+  /// Preconditions: not called from one of this executor's workers or blocking threads, nor
+  /// inside a join of its own (it would wait for itself: a message and std::terminate).
   ~executor() = default;
 
   /// Runs `fn` on a worker and returns a handle to its result.
@@ -341,8 +345,10 @@ class executor {
   /// spawn), then joins the workers. Idempotent.
   ///
   /// Throws: std::logic_error when called from one of this executor's workers (a worker
-  /// cannot wait for itself to exit), or from inside a join, parallel_for or parallel_reduce
-  /// of this executor (the caller then holds a guest slot, which keeps the workers running).
+  /// cannot wait for itself to exit), from one of its blocking threads (shutdown waits for
+  /// every spawn_blocking task, the caller's included), or from inside a join, parallel_for or
+  /// parallel_reduce of this executor (the caller then holds a guest slot, which keeps the
+  /// workers running). It throws before changing anything: the executor keeps running.
   void shutdown() { core_->shutdown(); }
 
  private:
@@ -405,13 +411,18 @@ using stored_result_t = typename result_slot<std::invoke_result_t<Fn&>>::stored;
 /// itself as if it were a worker (its joins push onto the slot's deque, where workers steal
 /// them, and it helps while it waits), so the work starts at once instead of after a
 /// sleeping worker wakes. Otherwise the job goes to the injector and the caller sleeps. The
-/// job lives in this frame either way: no allocation. `helpers`: how many sleeping workers a
-/// guest wakes at once because `fn` is known to split into that much parallel work (an outside
-/// parallel loop; see executor_core::wake_for_guest()); 0 leaves waking to the pushes.
-/// Throws: std::logic_error after shutdown; whatever fn throws.
+/// job lives in this frame either way: no allocation. A thread that works for another
+/// executor (a worker or guest of it) never takes that second path while this executor
+/// runs: it waits for a slot instead (nested executors, executor_core::enter_guest_waiting()).
+/// `helpers`: how many sleeping workers a guest wakes at once because `fn` is known to split into
+/// that much parallel work (an outside parallel loop; see executor_core::wake_for_guest()); 0
+/// leaves waking to the pushes. Throws: std::logic_error after shutdown; whatever fn throws.
 template <class Fn>
 auto run_as_root(executor_core& core, Fn& fn, std::size_t helpers = 0) -> stored_result_t<Fn> {
-  if (worker_ctx* const g = core.enter_guest()) {
+  // A worker or guest of another executor waits for a slot rather than for this executor's
+  // workers, which may be waiting for it (executor_core::enter_guest_waiting()).
+  if (worker_ctx* const g =
+          current_worker != nullptr ? core.enter_guest_waiting() : core.enter_guest()) {
     core.wake_for_guest(helpers);
     struct leave_guard {
       executor_core& core;
@@ -460,6 +471,14 @@ auto join_on_worker(executor_core& core, worker_ctx& w, A& a, B& b)
     }
     if (*popped == &job_b) {
       job_b.run_inline();
+      break;
+    }
+    if (current_isolation != 0 && (*popped)->isolation != current_isolation) [[unlikely]] {
+      // Not of our region: an isolated wait inside `a` put it back here (executor_core.hpp,
+      // wait_isolated()), and it may not run in the region. Back where it was (the pop made
+      // room, so the push cannot fail), and job_b, below it, is found by that same wait.
+      w.tasks.push(*popped);
+      core.wait(job_b.done);
       break;
     }
     // A task that `a` spawned and did not join sits above job_b: run it, then look again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle::executor_options: how an executor's threads are made. Included by
 // <spindle/executor.hpp>.
@@ -49,8 +50,9 @@ class executor_options {
 
   /// Worker i is named "<prefix>-<i>" and blocking thread j "<prefix>-b-<j>", as `top -H` and
   /// /proc/<pid>/task/*/comm show them (Linux; elsewhere names are ignored). Linux keeps 15
-  /// bytes: the prefix is shortened so that the number always fits. Default "spindle"; empty:
-  /// the threads keep the process's name.
+  /// bytes: the prefix is shortened so that "-<i>" or "-b-<j>" always fits whole (so a
+  /// blocking thread's name never equals a worker's). Default "spindle"; empty: the threads
+  /// keep the process's name.
   auto thread_name(std::string prefix) -> executor_options& {
     thread_name_ = std::move(prefix);
     return *this;
@@ -77,7 +79,9 @@ class executor_options {
   }
 
   /// Stack size of every thread the executor starts, in bytes; 0 (the default): the system's
-  /// default (8 MiB on glibc). Rounded up to whole pages. A waiting worker helps with other
+  /// default (8 MiB on glibc). Rounded up to whole pages. The executor's constructor throws
+  /// std::invalid_argument for a size below the system's minimum (sysconf(_SC_THREAD_STACK_MIN))
+  /// or one too large to round up (within a page of SIZE_MAX). A waiting worker helps with other
   /// tasks only while it has used less than half of the stack it started with (the part
   /// below the thread's static TLS; see "Helping depth" in
   /// detail/executor/executor_core.hpp), so a small stack bounds the nesting of stolen tasks.
@@ -140,7 +144,9 @@ class executor_options {
   /// wait in its injector. When it is full, try_spawn/try_post fail with
   /// submit_status::full, and spawn/post from outside sleep (no spinning) until a worker takes
   /// tasks from it; workers spawning into their own deques are never held back, and
-  /// coroutine resumptions are not counted. 0 (the default): unbounded.
+  /// coroutine resumptions are not counted (they never wait and never make a submission
+  /// fail; metrics().injector_depth counts them, so it may exceed the bound). 0 (the
+  /// default): unbounded.
   auto injector_capacity(std::size_t n) -> executor_options& {
     injector_capacity_ = n;
     return *this;

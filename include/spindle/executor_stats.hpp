@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What spindle::executor::stats() reports (one `worker_stats` per worker thread) and what
 // executor::metrics() reports (`executor_metrics`). Included by <spindle/executor.hpp>.
@@ -24,14 +25,16 @@ struct worker_stats {
 /// shared with another worker is written to keep them); the times come from two clock reads
 /// per sleep, none per task.
 struct worker_metrics {
-  std::uint64_t tasks_run = 0;              ///< tasks this worker ran
-  std::uint64_t tasks_stolen = 0;           ///< tasks it took from other workers' deques
-  std::uint64_t steal_attempts = 0;         ///< steals it tried, successful or not
-  std::uint64_t times_parked = 0;           ///< times it went to sleep for lack of work
-  std::uint64_t times_woken = 0;            ///< times it came back from such a sleep
-  std::chrono::nanoseconds parked_time{0};  ///< time spent asleep (finished sleeps)
-  /// Time awake since the worker started: running tasks, looking for them, or spinning
-  /// before a sleep (uptime - parked_time).
+  std::uint64_t tasks_run = 0;       ///< tasks this worker ran
+  std::uint64_t tasks_stolen = 0;    ///< tasks it took from other workers' deques
+  std::uint64_t steal_attempts = 0;  ///< steals it tried, successful or not
+  std::uint64_t times_parked = 0;    ///< times it went to sleep for lack of work
+  std::uint64_t times_woken = 0;     ///< times it came back from such a sleep
+  /// Time spent asleep for lack of work, the sleep in progress included.
+  std::chrono::nanoseconds parked_time{0};
+  /// Time awake since the executor started: running tasks, looking for them, or spinning
+  /// before a sleep (exactly uptime - parked_time). Neither time ever decreases from one
+  /// snapshot to a later one, and while the worker sleeps its busy time stands still.
   std::chrono::nanoseconds busy_time{0};
   /// Tasks in its deque now (approximate). Join jobs kept private (executor_options::
   /// private_joins) are not counted: no other worker could take them.
@@ -41,7 +44,10 @@ struct worker_metrics {
 /// What executor::metrics() reports: a relaxed snapshot, exact once the executor is idle.
 struct executor_metrics {
   std::vector<worker_metrics> workers;
-  std::size_t injector_depth = 0;      ///< tasks submitted from outside, not yet taken
+  /// Tasks in the injector, not yet taken: submissions from outside the workers, and
+  /// coroutine resumptions queued by threads outside them, which injector_capacity does not
+  /// bound (so the depth may exceed it).
+  std::size_t injector_depth = 0;
   std::size_t blocking_threads = 0;    ///< threads of the blocking pool alive now
   std::size_t blocking_idle = 0;       ///< of those, waiting for a task
   std::size_t blocking_queued = 0;     ///< spawn_blocking tasks waiting for a thread

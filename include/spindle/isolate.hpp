@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle::isolate: run a function so that its waits run only its own tasks.
 //
@@ -15,16 +16,26 @@
 //
 // While `f` runs, every task the calling thread queues (spawn, post, task_group::spawn, join,
 // the parallel loops) is tagged with a fresh isolation region, and every wait of the calling
-// thread runs only tasks of that region from its own deque; when none is left it sleeps until
-// the wait is over instead of stealing or taking from the injector. A task of the region that
-// another worker steals runs there inside the region too, so that worker's waits are isolated
-// the same way (oneTBB propagates the isolation tag to stolen tasks likewise). Tasks that were
-// queued before isolate() began, coroutine resumptions and outside submissions never run inside
-// the region's waits. Regions nest: an inner region's waits run only the inner region's tasks.
+// thread runs only tasks of that region: from its own deque, and from any other deque, where a
+// thief may have moved part of the region's work before it went on to block on something else
+// (the lock the caller holds, say). A task of another region that such a wait takes on its way
+// goes back onto the waiting thread's deque, where any other thread can run it. When nothing
+// of the region is queued anywhere the wait sleeps until it is over, or until tasks are
+// queued or moved (executor_core.hpp, wait_isolated()); it never takes from the injector. A
+// task of the region that another worker steals runs there inside the region too, so that
+// worker's waits are isolated the same way (oneTBB propagates the isolation tag to stolen
+// tasks likewise). Tasks that were queued before isolate() began, coroutine resumptions (also
+// those woken inside the region) and outside submissions never run inside the region's waits,
+// nor in a join's own pop of its second half. Regions nest: an inner region's waits run
+// only the inner region's tasks.
+//
+// The region ends when f returns or throws: a worker left by an exception helps with every
+// task again (tests/isolate_test.cpp, ExceptionRestoresTheRegionOnAWorker).
 //
 // Cost: a region id per call (one relaxed increment of a process-wide counter) and two stores
 // of a thread-local; tasks carry their region in their record. An isolated wait helps less
-// (it does not steal), so isolate only code that holds what an unrelated task could need.
+// (it runs nothing outside its region, and moves what it steals and may not run), so isolate
+// only code that holds what an unrelated task could need.
 //
 // Thread safety: any thread; from a thread that is not a worker, f's joins take a guest slot
 // as usual (executor.hpp, run_as_root) and wait isolated there.

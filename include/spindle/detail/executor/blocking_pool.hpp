@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The blocking pool behind executor::spawn_blocking: a bounded, growable set of threads for
 // calls that block (file I/O, a legacy blocking API), so that they never hold the executor's
@@ -59,12 +60,13 @@
 //
 // Threads: detail::native_thread, as the executor's workers: on Linux pthread_create with
 // `stack_size` when not 0 (rounded up to whole pages), and each thread names itself
-// "<name_prefix>-<index>" (the prefix shortened so that the whole fits Linux's 15 bytes and the
-// number is never cut; an empty prefix leaves the name alone). Elsewhere, and under the model
-// checker, an os_thread with the name and stack size ignored.
+// "<name_prefix>-<name_tag><index>" (the prefix shortened so that the whole fits Linux's 15
+// bytes and the tag and number are never cut; an empty prefix leaves the name alone). Elsewhere,
+// and under the model checker, an os_thread with the name and stack size ignored.
 //
 // Preconditions: shutdown() and the destructor are not called from a thread of the same pool
-// (shutdown() throws std::logic_error there; the destructor would terminate).
+// (shutdown() throws std::logic_error there; the destructor would terminate). An owner that
+// must refuse such a call before changing state of its own asks on_own_thread() first.
 
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/atomic.hpp>
@@ -82,6 +84,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -91,6 +94,32 @@
 #include <utility>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// Throws std::invalid_argument, naming `option` (the setting as the user spelled it), for a
+/// thread stack size that is not 0 and is below the system's minimum, or so large that
+/// rounding it up to whole pages (detail/sync/native_thread.hpp) would wrap around.
+inline void check_stack_size(std::size_t bytes, char const* option) {
+#if defined(SPINDLE_PTHREAD_THREADS)
+  if (bytes == 0) {
+    return;
+  }
+  long const min = ::sysconf(_SC_THREAD_STACK_MIN);
+  if (min > 0 && bytes < static_cast<std::size_t>(min)) {
+    throw std::invalid_argument(std::string(option) +
+                                " is below the system's minimum (sysconf(_SC_THREAD_STACK_MIN) = " +
+                                std::to_string(min) + " bytes)");
+  }
+  long const page = ::sysconf(_SC_PAGESIZE);
+  std::size_t const p = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  if (bytes > std::numeric_limits<std::size_t>::max() - (p - 1)) {
+    throw std::invalid_argument(std::string(option) + " is too large to round up to whole pages (" +
+                                std::to_string(p) + " bytes)");
+  }
+#else
+  static_cast<void>(bytes);
+  static_cast<void>(option);
+#endif
+}
 
 struct blocking_pool_options {
   /// Bound on the threads alive at once (tokio's default is 512). At least 1.
@@ -104,8 +133,10 @@ struct blocking_pool_options {
   /// Receives an exception that escaped on_thread_start or on_thread_stop (see the file
   /// comment); unset: print and terminate.
   std::function<void(std::exception_ptr)> on_error;
-  /// Thread names are "<name_prefix>-<index>", the prefix shortened to fit 15 bytes (Linux).
+  /// Thread names are "<name_prefix>-<name_tag><index>", the prefix shortened so that the
+  /// whole fits 15 bytes (Linux) and the tag and index are kept whole.
   std::string name_prefix = "spindle-blk";
+  std::string name_tag;
   /// Stack size of each thread in bytes; 0: the system's default.
   std::size_t stack_size = 0;
 };
@@ -114,31 +145,19 @@ class blocking_pool {
  public:
   /// Starts no thread.
   /// Throws: std::invalid_argument if max_threads is 0 or stack_size is not 0 and below the
-  /// system's minimum (sysconf(_SC_THREAD_STACK_MIN)).
+  /// system's minimum (sysconf(_SC_THREAD_STACK_MIN)) or too large to round up to whole pages.
   explicit blocking_pool(blocking_pool_options opts) : opts_(std::move(opts)) {
     if (opts_.max_threads == 0) {
       throw std::invalid_argument("spindle: blocking_pool_options::max_threads is 0");
     }
-#if defined(SPINDLE_PTHREAD_THREADS)
-    if (opts_.stack_size != 0) {
-      long const min = ::sysconf(_SC_THREAD_STACK_MIN);
-      if (min > 0 && opts_.stack_size < static_cast<std::size_t>(min)) {
-        throw std::invalid_argument(
-            "spindle: blocking_pool_options::stack_size is below the system's minimum "
-            "(sysconf(_SC_THREAD_STACK_MIN) = " +
-            std::to_string(min) + " bytes)");
-      }
-    }
-#endif
+    check_stack_size(opts_.stack_size, "spindle: blocking_pool_options::stack_size");
   }
 
   blocking_pool(blocking_pool const&) = delete;
   auto operator=(blocking_pool const&) -> blocking_pool& = delete;
 
   /// shutdown(): every accepted task runs, every thread is joined.
-  ~blocking_pool() {
-    shutdown();
-  }
+  ~blocking_pool() { shutdown(); }
 
   /// Hands `t` to a pool thread, which runs `t->run(t)` (the task releases itself). (S) above.
   /// Throws: std::logic_error once shutdown began; std::system_error (or std::bad_alloc) when
@@ -213,6 +232,9 @@ class blocking_pool {
     futex_wake_all(done_);
   }
 
+  /// Whether the calling thread is one of this pool's threads (shutdown() would throw there).
+  [[nodiscard]] auto on_own_thread() const noexcept -> bool { return current_pool() == this; }
+
   /// Threads alive now (started and not yet decided to exit).
   [[nodiscard]] auto threads() const noexcept -> std::size_t {
     std::lock_guard<mutex> guard(lock_);
@@ -269,11 +291,12 @@ class blocking_pool {
     ++threads_;
   }
 
-  // Starts w's thread, named "<name_prefix>-<index>" (detail/sync/native_thread.hpp shortens
-  // the prefix to fit). Throws std::system_error when it cannot start (the body is not run).
+  // Starts w's thread, named "<name_prefix>-<name_tag><index>" (detail/sync/native_thread.hpp
+  // shortens the prefix to fit). Throws std::system_error when it cannot start (the body is
+  // not run).
   void launch(worker& w) {
     thread_settings settings;
-    settings.name = thread_name_for(opts_.name_prefix, "", w.index);
+    settings.name = thread_name_for(opts_.name_prefix, opts_.name_tag.c_str(), w.index);
     settings.stack_size = opts_.stack_size;
     w.thread = std::make_unique<native_thread>(std::move(settings), [&w] { w.pool->run(w); });
   }

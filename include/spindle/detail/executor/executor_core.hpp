@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The executor's engine: the worker threads, the guest slots, waiting, error reporting and
 // shutdown, on top of the scheduler (detail/executor/scheduler.hpp: the queues, finding and
@@ -51,9 +52,13 @@
 // task's own frames. Tests: tests/executor_options_test.cpp (DeepWaiterDoesNotHelp,
 // DeepJoinOnSmallStacks).
 //
-// Isolation (spindle/isolate.hpp): a thread inside an isolation region waits the same
-// restricted way, running only its own deque's tasks of the region, so a lock held across a
-// join is never re-entered by an unrelated task on the same thread.
+// Isolation (spindle/isolate.hpp): a thread inside an isolation region runs only tasks of the
+// region while it waits, from its own deque and stolen from the others (wait_isolated()), so a
+// lock held across a join is never re-entered by an unrelated task on the same thread.
+//
+// Nested executors: a worker of one executor that joins or runs a parallel loop on another
+// enters it as a guest, and waits for a slot when both are taken (enter_guest_waiting()),
+// since the other executor's workers may be waiting for it.
 //
 // Synchronization: the scheduler's fields are listed in scheduler.hpp, a worker's in
 // worker_ctx.hpp. Here:
@@ -78,6 +83,7 @@
 #include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -88,6 +94,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -146,11 +153,7 @@ class executor_core final : public scheduler, public resume_target {
   auto operator=(executor_core const&) -> executor_core& = delete;
 
   ~executor_core() {
-    // A guest too: the workers cannot terminate while it holds its slot.
-    if (local() != nullptr) {
-      std::fputs("spindle: executor destroyed from one of its own workers or guests\n", stderr);
-      std::terminate();
-    }
+    refuse_own_thread_on_destruction();
     shutdown();
   }
 
@@ -186,6 +189,48 @@ class executor_core final : public scheduler, public resume_target {
       return &g;
     }
     return nullptr;
+  }
+
+  /// As enter_guest(), for a thread that is a worker or a guest of another executor: when every
+  /// slot is taken it sleeps until one is given back, instead of letting its caller queue the
+  /// root and sleep until this executor's workers have run it. Those workers may themselves
+  /// be waiting for the calling thread: a worker of A whose parallel_for on B runs a body that
+  /// calls parallel_for on A again (the nested pools of an application). A root queued on A
+  /// would wait for A's only worker, which waits in B for this thread; a guest runs its root
+  /// itself, so every slot is given back without help from this executor's workers, and a
+  /// thread that waits for a slot gets one. Returns nullptr only when shutdown began. Before
+  /// it sleeps, the calling thread publishes what its own executor's thieves cannot see (its
+  /// blocking hook, as before any blocking wait).
+  [[nodiscard]] auto enter_guest_waiting() noexcept -> worker_ctx* {
+    for (;;) {
+      // acquire: pairs with the release increment in release_guest(); read before the try,
+      // so that a slot given back after it ends the futex wait below.
+      std::uint32_t const epoch = slot_epoch_.value.load(std::memory_order_acquire);
+      if (worker_ctx* const g = enter_guest()) {
+        return g;
+      }
+      // seq_cst: pairs with the store in shutdown(), which close_slots() follows.
+      if (stopping_.load(std::memory_order_seq_cst)) {
+        return nullptr;
+      }
+      if (current_blocking_hook.fn != nullptr) {
+        current_blocking_hook.fn(current_blocking_hook.arg);
+      }
+      // (S1) seq_cst: count ourselves among the waiters, then try again; pairs with (S2) in
+      // release_guest(): either that thread sees us and bumps the epoch, or our try finds
+      // the slot it gave back.
+      slot_waiters_.value.fetch_add(1, std::memory_order_seq_cst);
+      worker_ctx* const g = enter_guest();
+      // seq_cst: see (S1).
+      if (g == nullptr && !stopping_.load(std::memory_order_seq_cst)) {
+        futex_wait(slot_epoch_.value, epoch);
+      }
+      // seq_cst: as (S1).
+      slot_waiters_.value.fetch_sub(1, std::memory_order_seq_cst);
+      if (g != nullptr) {
+        return g;
+      }
+    }
   }
 
   /// Wakes up to `n` sleeping workers at once, each counted as searching, for a guest that is
@@ -227,13 +272,16 @@ class executor_core final : public scheduler, public resume_target {
         // back from its thieves must not sleep with this thread either.
         w->outer_hook.fn(w->outer_hook.arg);
       }
+      if (current_isolation != 0) [[unlikely]] {
+        wait_isolated(*w, done);
+        return;
+      }
       if (w->guest) {
         wait_as_guest(*w, done);
         return;
       }
-      if (current_isolation != 0 ||
-          (w->help_floor != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) <
-                                     w->help_floor)) [[unlikely]] {
+      if (w->help_floor != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) <
+                                    w->help_floor) [[unlikely]] {
         wait_restricted(*w, done);
         return;
       }
@@ -339,11 +387,7 @@ class executor_core final : public scheduler, public resume_target {
   /// The executor's handle lets go: shut down (every accepted task and bound coroutine
   /// finishes), then drop the handle's reference (see "Lifetime" above).
   static void release_handle(executor_core* core) noexcept {
-    // A guest too: the workers cannot terminate while it holds its slot.
-    if (core->local() != nullptr) {
-      std::fputs("spindle: executor destroyed from one of its own workers or guests\n", stderr);
-      std::terminate();
-    }
+    core->refuse_own_thread_on_destruction();
     core->shutdown();
     core->unref();
   }
@@ -362,13 +406,12 @@ class executor_core final : public scheduler, public resume_target {
 
   /// Finishes every accepted task, then joins the workers. Idempotent; concurrent callers all
   /// return after the workers have exited.
-  /// Throws: std::logic_error when called from one of this executor's workers or guests.
+  /// Throws: std::logic_error when called from one of this executor's workers, guests or
+  /// blocking threads, before anything is changed (the executor keeps running).
   void shutdown() {
-    // A guest too: the workers cannot terminate while it holds its slot.
-    if (local() != nullptr) {
-      throw std::logic_error(
-          "spindle::executor::shutdown called from one of its own workers or inside a join of "
-          "its own");
+    if (on_own_thread()) {
+      throw std::logic_error(std::string("spindle::executor::shutdown called from ") +
+                             own_thread_misuse);
     }
     // Long tasks that look at the shutdown token may end early; the others run as usual.
     stop_on_shutdown_.request_stop();
@@ -379,6 +422,10 @@ class executor_core final : public scheduler, public resume_target {
     stopping_.store(true, std::memory_order_seq_cst);
     // Outside submitters asleep on a full injector wake, see stopping_ and throw.
     close_room();
+    // Threads waiting for a guest slot wake, see stopping_ and take the injector's path.
+    // release: pairs with the acquire load in enter_guest_waiting().
+    slot_epoch_.value.fetch_add(1, std::memory_order_release);
+    futex_wake_all(slot_epoch_.value);
     // Sleepers re-evaluate: the last one to park again sees stopping_ and quiescence.
     idle_.wake_all();
     for (auto& t : threads_) {
@@ -403,33 +450,50 @@ class executor_core final : public scheduler, public resume_target {
   }
 
   /// A snapshot for executor::metrics().
+  ///
+  /// Times: a worker's parked time includes the sleep in progress (worker_counters, "Sleep
+  /// time"), and busy time is uptime - parked, exactly. Each of the three never decreases
+  /// from one snapshot to the next, whichever threads take them: the snapshots are taken
+  /// under metrics_mu_, uptime is never less than the last one shown, and a worker's parked
+  /// time P is clamped to [P0, P0 + (U - U0)], where P0 and U0 are the parked time and uptime
+  /// last shown and U is this uptime. P >= P0 keeps parked time from decreasing, and
+  /// P <= P0 + (U - U0) gives U - P >= U0 - P0, so busy time does not decrease either. The
+  /// clamp is a guard, not an estimate: the word a worker publishes is read in one load, so
+  /// the raw figure is off only by the race between this thread's clock read and the
+  /// worker's (a sleep that ends, or begins, while we read), which the memory model cannot
+  /// order; it would otherwise make a figure step back by that much.
   [[nodiscard]] auto metrics() const -> executor_metrics {
     executor_metrics m;
-    auto const now = std::chrono::steady_clock::now();
-    m.uptime = std::chrono::duration_cast<std::chrono::nanoseconds>(now - started_at_);
     m.injector_depth = injector_.approximate_size();
     m.blocking_threads = blocking_.threads();
     m.blocking_idle = blocking_.idle_threads();
     m.blocking_queued = blocking_.queued();
     m.workers.reserve(workers_);
+    std::lock_guard guard(metrics_mu_);
+    auto const now = std::chrono::steady_clock::now();
+    std::chrono::nanoseconds const last_uptime = shown_uptime_;
+    m.uptime = std::max(std::chrono::duration_cast<std::chrono::nanoseconds>(now - started_at_),
+                        last_uptime);
+    std::int64_t const grown = (m.uptime - last_uptime).count();
     for (std::size_t i = 0; i < workers_; ++i) {
-      auto const& c = ctxs_[i]->counters.value;
+      auto& c = ctxs_[i]->counters.value;
       auto const base = counters_of(i);
       worker_metrics w;
       w.tasks_run = base.tasks_run;
       w.tasks_stolen = base.tasks_stolen;
       w.steal_attempts = base.steal_attempts;
       w.times_parked = base.times_parked;
-      // relaxed (both): statistics written by their owner only; see worker_counters.
+      // relaxed: a statistic written by its owner only; see worker_counters.
       w.times_woken = c.times_woken.load(std::memory_order_relaxed);
-      // relaxed: as above.
-      auto const parked_ns = c.parked_ns.load(std::memory_order_relaxed);
-      w.parked_time = std::chrono::nanoseconds(static_cast<std::int64_t>(parked_ns));
-      w.busy_time =
-          m.uptime > w.parked_time ? m.uptime - w.parked_time : std::chrono::nanoseconds{0};
+      auto const shown = static_cast<std::int64_t>(c.shown_parked_ns);
+      std::int64_t const parked = std::clamp(c.parked_at(now), shown, shown + grown);
+      c.shown_parked_ns = static_cast<std::uint64_t>(parked);
+      w.parked_time = std::chrono::nanoseconds(parked);
+      w.busy_time = m.uptime - w.parked_time;
       w.queue_depth = stealers_[i].size();
       m.workers.push_back(w);
     }
+    shown_uptime_ = m.uptime;
     return m;
   }
 
@@ -464,18 +528,49 @@ class executor_core final : public scheduler, public resume_target {
     return s;
   }
 
+  /// Why shutdown() and destruction are refused on the executor's own threads: each waits for
+  /// every task to finish. A worker, or a guest (whose slot keeps the workers running), would
+  /// wait for its own exit; a blocking thread runs a spawn_blocking task, which the blocking
+  /// pool's shutdown waits for, so it would wait for the task that called it.
+  static constexpr char const* own_thread_misuse =
+      "one of its own workers or blocking threads (a spawn_blocking task), or inside a join of "
+      "its own: it would wait for itself";
+
+  /// Whether the calling thread is one of this executor's workers, guests or blocking threads.
+  [[nodiscard]] auto on_own_thread() const noexcept -> bool {
+    return local() != nullptr || blocking_.on_own_thread();
+  }
+
+  /// The destructor's (and release_handle's) form of shutdown()'s check: it cannot throw, so it
+  /// prints the message and terminates, before anything is changed.
+  void refuse_own_thread_on_destruction() const noexcept {
+    if (on_own_thread()) {
+      std::fputs("spindle: executor destroyed from ", stderr);
+      std::fputs(own_thread_misuse, stderr);
+      std::fputs("\n", stderr);
+      std::terminate();
+    }
+  }
+
   /// The blocking pool's settings from the executor's: its threads are "<name>-b-<j>", their
   /// hooks see indices from the worker count upwards, and hook exceptions go to the handler.
+  /// Runs before any other use of the options (the pool is a member, built before the
+  /// constructor's body), so it checks the stack size itself: an error then names the
+  /// executor's option, not the pool's.
   auto blocking_options(executor_options const& opts, std::size_t workers)
       -> blocking_pool_options {
     if (opts.max_blocking_threads() == 0) {
       throw std::invalid_argument("spindle::executor_options::max_blocking_threads is 0");
     }
+    check_stack_size(opts.stack_size(), "spindle::executor_options::stack_size");
     blocking_pool_options b;
     b.max_threads = opts.max_blocking_threads();
     b.keep_alive = opts.blocking_keep_alive();
     b.stack_size = opts.stack_size();
-    b.name_prefix = opts.thread_name().empty() ? std::string() : opts.thread_name() + "-b";
+    // The tag is kept whole when a long prefix is shortened, so a blocking thread's name never
+    // equals a worker's ("<prefix>-b-<j>" against "<prefix>-<i>").
+    b.name_prefix = opts.thread_name();
+    b.name_tag = "b-";
     if (auto const& start = opts.on_thread_start()) {
       b.on_thread_start = [start, workers](std::size_t j) { start(workers + j); };
     }
@@ -529,8 +624,16 @@ class executor_core final : public scheduler, public resume_target {
     // load of guests_: a worker that saw this guest and parked is in the sleeper list by
     // then (it registered before its check), so the wake_all() below reaches it.
     guests_.value.fetch_sub(1, std::memory_order_seq_cst);
-    // release: pairs with the acquire CAS in enter_guest().
-    g.claimed.store(false, std::memory_order_release);
+    // (S2) seq_cst: the slot is free before we look for threads waiting for one; pairs with
+    // (S1) in enter_guest_waiting(). Also a release: pairs with the acquire CAS in
+    // enter_guest().
+    g.claimed.store(false, std::memory_order_seq_cst);
+    // seq_cst: see (S2).
+    if (slot_waiters_.value.load(std::memory_order_seq_cst) != 0) {
+      // release: pairs with the acquire load in enter_guest_waiting().
+      slot_epoch_.value.fetch_add(1, std::memory_order_release);
+      futex_wake_all(slot_epoch_.value);
+    }
     // seq_cst: see (G2).
     if (stopping_.load(std::memory_order_seq_cst)) {
       // Idle workers that could not terminate while we were here re-evaluate.
@@ -538,36 +641,154 @@ class executor_core final : public scheduler, public resume_target {
     }
   }
 
-  /// A wait that may not run whatever it finds: a worker past half of its stack ("Helping
-  /// depth" in the file comment), or any thread inside an isolation region (isolate.hpp). It
-  /// runs only tasks from its own deque (what the code on its stack pushed), and inside a
-  /// region only those of the region; when none is left it sleeps on its parker until `until`
-  /// is set. Before it sleeps it lets a searcher see what its deque still holds (the (N1)
-  /// wake-up), so a task below the region's is not stranded while it sleeps.
+  /// The wait of a worker past half of its stack ("Helping depth" in the file comment): it
+  /// runs only tasks from its own deque (what the code on its stack pushed); when none is left
+  /// it sleeps on its parker until `until` is set. Before it sleeps it lets a searcher see
+  /// what its deque still holds (the (N1) wake-up), so a task there is not stranded while it
+  /// sleeps.
   void wait_restricted(worker_ctx& w, completion& until) noexcept {
-    std::uint64_t const region = current_isolation;
-    if (task* const t = std::exchange(w.next, nullptr)) {
-      // A coroutine resumption: outside any region, so not ours to run here.
-      push_announced(region != 0 ? nullptr : &w, t);
-    }
+    flush_next(w);
     while (!until.is_set()) {
       if (auto t = w.tasks.pop_lifo()) {
-        if (region == 0 || (*t)->isolation == region) {
-          run(w, *t);
-          continue;
-        }
-        // Below this point the deque holds only what was pushed before the region began.
-        w.tasks.push(*t);
-      }
-      if (!w.deque.empty()) {
-        // (N1) fence: pairs with the fence after (P1) in park(), as in submit().
-        fence_seq_cst();
-        if (idle_.should_wake()) {
-          idle_.wake_one();
-        }
+        run(w, *t);
+        continue;
       }
       until.wait_outside(parker_of(w));
       return;
+    }
+  }
+
+  /// The wait of a thread inside an isolation region (spindle/isolate.hpp), a worker or a
+  /// guest: it runs only tasks of its region, wherever they are queued, and never another.
+  ///
+  /// Where the region's tasks can be: on this thread's deque, and on any other deque, moved
+  /// there by a thief's batch steal or pushed by a task of the region running on another
+  /// thread, whose owner may then be busy with an unrelated task for a long time (blocked on
+  /// the lock the region's caller holds, say). So the wait takes tasks from its own deque, then
+  /// steals one at a time from every other deque, until it has one of its region; every other
+  /// task it took on the way is set aside and, before the region's task runs or the wait
+  /// sleeps, pushed back onto its own deque, in the order it had there, where every thread
+  /// can take it (a task stolen from another deque thus moves to this one; its owner, looking
+  /// for it, finds it taken and waits as for any stolen task). oneTBB's isolated waits take
+  /// only tasks of their isolation too, from their own pool and by stealing; oneTBB can look
+  /// at a task before it takes it (its task pool is locked by the thief), a Chase-Lev thief
+  /// cannot, hence the move. When nothing of the region is anywhere, the wait sleeps until
+  /// `until` is set or a task may have become reachable ((I1)/(I2) at
+  /// scheduler::wake_isolated()).
+  void wait_isolated(worker_ctx& w, completion& until) noexcept {
+    std::uint64_t const region = current_isolation;
+    std::vector<task*> aside;
+    for (;;) {
+      flush_next(w);
+      if (until.is_set()) {
+        return;
+      }
+      if (task* const t = find_in_region(w, region, aside)) {
+        run(w, t);
+        continue;
+      }
+      enter_isolated_sleep(w);
+      task* const t = find_in_region(w, region, aside);
+      if (t == nullptr && until.arm(&parker_of(w))) {
+        parker_of(w).park();
+      }
+      leave_isolated_sleep(w);
+      if (t != nullptr) {
+        run(w, t);
+      }
+    }
+  }
+
+  /// A task of `region` for the isolated wait of `w`, or nullptr when none is reachable; what
+  /// else it took is back on w's deque when it returns (see wait_isolated()). `aside` is
+  /// scratch space, empty on entry and on return.
+  auto find_in_region(worker_ctx& w, std::uint64_t region, std::vector<task*>& aside) noexcept
+      -> task* {
+    task* found = nullptr;
+    std::size_t popped = 0;
+    while (auto t = w.tasks.pop_lifo()) {
+      if ((*t)->isolation == region) {
+        found = *t;
+        break;
+      }
+      set_aside(aside, *t);
+      ++popped;
+    }
+    // Every other deque, one task at a time, until one of the region turns up or a whole pass
+    // finds every deque empty. A steal that lost a race (`retry`) is tried again: unlike a
+    // search for any task, this one may not stop while a task of the region could be left.
+    bool retry = true;
+    while (found == nullptr && retry) {
+      retry = false;
+      for (std::size_t v = 0; v < stealers_.size() && found == nullptr; ++v) {
+        if (v == w.index) {
+          continue;
+        }
+        for (;;) {
+          auto r = stealers_[v].steal();
+          if (r.is_retry()) {
+            retry = true;
+            break;
+          }
+          if (!r.is_success()) {
+            break;
+          }
+          if ((*r.value)->isolation == region) {
+            found = *r.value;
+            break;
+          }
+          set_aside(aside, *r.value);
+        }
+      }
+    }
+    if (!aside.empty()) {
+      put_back(w, aside, popped);
+    }
+    return found;
+  }
+
+  /// Keeps a task an isolated wait took and may not run; if there is no room for it, the task
+  /// goes back onto the thread's deque at once (where the search will not take it again).
+  static void set_aside(std::vector<task*>& aside, task* t) noexcept {
+    try {
+      aside.push_back(t);
+    } catch (...) {
+      // No memory for the list: nothing better than ending here, as for any allocation the
+      // scheduler cannot do without.
+      std::fputs("spindle: out of memory in an isolated wait\n", stderr);
+      std::terminate();
+    }
+  }
+
+  /// Pushes back onto w's deque what find_in_region() set aside: first what it stole (oldest
+  /// first), then the `popped` tasks it took from w's deque, so that those keep their order.
+  /// Then the (N1) wake-up for them, and (I2) if one belongs to a region (its own isolated
+  /// wait may be looking for it).
+  void put_back(worker_ctx& w, std::vector<task*>& aside, std::size_t popped) noexcept {
+    bool regional = false;
+    auto const push_one = [&](task* t) {
+      regional = regional || t->isolation != 0;
+      try {
+        w.tasks.push(t);
+      } catch (...) {
+        push_announced(nullptr, t);
+      }
+    };
+    for (std::size_t i = popped; i < aside.size(); ++i) {
+      push_one(aside[i]);
+    }
+    for (std::size_t i = popped; i > 0; --i) {
+      push_one(aside[i - 1]);
+    }
+    aside.clear();
+    // (N1) and (I2): the tasks are back in the deque before we look for sleepers; pairs with
+    // the fences after (P1) in park() and (I1) in enter_isolated_sleep().
+    fence_seq_cst();
+    if (idle_.should_wake()) {
+      idle_.wake_one();
+    }
+    if (regional) {
+      wake_isolated(&w);
     }
   }
 
@@ -590,10 +811,6 @@ class executor_core final : public scheduler, public resume_target {
   /// guest that parked there would be woken at once and pay a whole wake-up latency, a large
   /// part of a short loop (measurements: docs/performance.md, Executor).
   void wait_as_guest(worker_ctx& g, completion& until) noexcept {
-    if (current_isolation != 0) [[unlikely]] {
-      wait_restricted(g, until);
-      return;
-    }
     backoff spin;
     std::uint32_t lingered = 0;
     while (!until.is_set()) {
@@ -628,6 +845,10 @@ class executor_core final : public scheduler, public resume_target {
   std::stop_source stop_on_shutdown_;
   blocking_pool blocking_;
   std::chrono::steady_clock::time_point const started_at_ = std::chrono::steady_clock::now();
+  // Guards shown_uptime_ and each worker's worker_counters::shown_parked_ns: what the last
+  // metrics() snapshot reported, which the next one never goes below.
+  mutable mutex metrics_mu_;
+  mutable std::chrono::nanoseconds shown_uptime_{0};
   mutex shutdown_mu_;
 
   void ref() noexcept {
@@ -641,6 +862,11 @@ class executor_core final : public scheduler, public resume_target {
       delete this;
     }
   }
+
+  // Threads of other executors waiting for a guest slot, and the futex word they sleep on;
+  // see (S1)/(S2).
+  cache_padded<atomic<std::uint32_t>> slot_waiters_{};
+  cache_padded<atomic<std::uint32_t>> slot_epoch_{};
 
   // INVARIANT: the executor's handle (until its destructor) plus outside wakers in progress.
   atomic<std::size_t> refs_{1};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The executor's global injection queue: tasks submitted from outside the workers.
 //
@@ -22,6 +23,12 @@
 // retires. A retired block goes to the one-block `spare_` (the popper's release exchange pairs
 // with the pusher's acquire exchange: the popper's reads of its slots happen-before the pusher's
 // reuse), so a steady stream costs no allocation.
+//
+// Kinds: a slot records whether its task is a new submission from outside or a task the
+// executor accepted earlier, such as a coroutine's resumption (`injected`), in the low bit of
+// the stored pointer (a task is at least 8-byte aligned, so the bit is free). The executor
+// bounds submissions only (executor_options::injector_capacity): pop_batch() reports how many
+// of the tasks it took were submissions, so that exactly their places are given back.
 //
 // Synchronization:
 //   push_.mu  guards push_.tail_block, push_.pushed, push_.closed (and the stores to tail_).
@@ -50,6 +57,16 @@
 #include <mutex>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// What a task pushed into the injector is.
+enum class injected : std::uint8_t {
+  /// A task submitted from outside the workers (spawn, post, co_await ex.schedule()).
+  submission,
+  /// A task the executor accepted earlier (the resumption of a suspended coroutine, a task
+  /// moved out of a deque): queued even once the queue is closed, and not counted as a
+  /// submission by pop_batch().
+  accepted
+};
 
 /// The injection queue with blocks of `BlockSize` task pointers (`injector` below; the model
 /// tests use tiny blocks so that a few tasks cross block boundaries).
@@ -84,12 +101,12 @@ class basic_injector {
   }
 
   /// Appends one task. Returns false (and leaves `t` alone) once the queue is closed, unless
-  /// `even_closed` (the resumption of a coroutine that was accepted before the close).
+  /// `kind` is injected::accepted (a task the executor accepted before the close).
   /// Throws: std::bad_alloc when a new block cannot be allocated (`t` is not queued).
-  [[nodiscard]] auto push(task* t, bool even_closed = false) -> bool {
+  [[nodiscard]] auto push(task* t, injected kind = injected::submission) -> bool {
     push_side& side = push_.value;
     std::lock_guard guard(side.mu);
-    if (side.closed && !even_closed) {
+    if (side.closed && kind != injected::accepted) {
       return false;
     }
     // The pushers' own count, not a load of tail_: every worker's looks_empty() reads tail_,
@@ -110,8 +127,9 @@ class basic_injector {
       side.tail_block->next = b;
       side.tail_block = b;
     }
-    note_write(&side.tail_block->slots[index], sizeof(task*));
-    side.tail_block->slots[index] = t;
+    note_write(&side.tail_block->slots[index], sizeof(std::uintptr_t));
+    side.tail_block->slots[index] =
+        reinterpret_cast<std::uintptr_t>(t) | (kind == injected::accepted ? accepted_bit : 0);
     // release: publishes the slot (and the link to its block) to the acquire load of tail_ in
     // pop_batch(); the executor's (N1) fence orders it before the look for sleepers.
     tail_.value.store(n + 1, std::memory_order_release);
@@ -134,8 +152,8 @@ class basic_injector {
            tail_.value.load(std::memory_order_relaxed);
   }
 
-  /// Queued tasks (for metrics): tasks pushed minus tasks taken, never more than the queue
-  /// held when tail_ was read (exact when nothing moves).
+  /// Queued tasks of both kinds (for metrics): tasks pushed minus tasks taken, never more than
+  /// the queue held when tail_ was read (exact when nothing moves).
   [[nodiscard]] auto approximate_size() const noexcept -> std::size_t {
     // tail_ first, then head. The other order over-counts: every push between the two loads
     // adds to the figure while the pops that made room for it do not subtract, so a bounded
@@ -151,9 +169,15 @@ class basic_injector {
 
   /// Takes up to `max` tasks (at most max_batch), oldest first: returns the first and passes
   /// the rest to `sink` (in FIFO order). Takes about len / share + 1 tasks, so that several
-  /// idle workers share a burst instead of one of them draining it.
+  /// idle workers share a burst instead of one of them draining it. When `submissions` is not
+  /// null, it receives how many of the tasks taken were pushed as injected::submission.
   template <class Sink>
-  auto pop_batch(std::size_t share, std::size_t max, Sink&& sink) noexcept -> task* {
+  auto pop_batch(std::size_t share, std::size_t max, Sink&& sink,
+                 std::size_t* submissions = nullptr) noexcept -> task* {
+    std::size_t counted = 0;
+    if (submissions != nullptr) {
+      *submissions = 0;
+    }
     if (looks_empty()) {
       return nullptr;
     }
@@ -187,8 +211,12 @@ class basic_injector {
           side.head_block = used->next;
           retire(used);
         }
-        note_read(&side.head_block->slots[index], sizeof(task*));
-        task* const taken = side.head_block->slots[index];
+        note_read(&side.head_block->slots[index], sizeof(std::uintptr_t));
+        std::uintptr_t const slot = side.head_block->slots[index];
+        counted += (slot & accepted_bit) == 0 ? 1 : 0;
+        // SAFETY: the slot holds a task pointer that push() stored, with at most accepted_bit
+        // set, which the task's alignment leaves free.
+        task* const taken = reinterpret_cast<task*>(slot & ~accepted_bit);
         if (i == 0) {
           first = taken;
         } else {
@@ -197,6 +225,9 @@ class basic_injector {
       }
       // relaxed: read by looks_empty() as a hint; the next popper reads it under the lock.
       side.head.store(h + take, std::memory_order_relaxed);
+    }
+    if (submissions != nullptr) {
+      *submissions = counted;
     }
     for (std::size_t i = 0; i + 1 < take; ++i) {
       sink(rest[i]);
@@ -210,9 +241,14 @@ class basic_injector {
   }
 
  private:
+  // The tag of an injected::accepted task in a slot (see "Kinds" in the file comment).
+  static constexpr std::uintptr_t accepted_bit = 1;
+  static_assert(alignof(task) > accepted_bit, "the tag bit must be free in a task pointer");
+
   struct block {
     block* next = nullptr;
-    task* slots[block_size];
+    // A task pointer, tagged with accepted_bit for injected::accepted.
+    std::uintptr_t slots[block_size];
   };
 
   /// Keeps `used` as the spare block, or frees it when a spare is already kept.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The executor's scheduler: the queues a task waits in (each worker's deque, the guest slots'
 // deques, the injector) and the loop by which a worker finds, steals and runs tasks, parks, and
@@ -128,6 +129,8 @@ class scheduler {
       if (idle_.should_wake()) {
         idle_.wake_one();
       }
+      // (I2) after the same fence: an isolated waiter may need this task (its region's).
+      wake_isolated();
     } else {
       submit_outside(t);
     }
@@ -145,6 +148,10 @@ class scheduler {
   /// slot live: a worker about to block its thread in a channel wait hands the slot to its
   /// deque first (flush_next, through detail::before_blocking), and find_task takes the slot at
   /// most `max_next_streak` times in a row before it yields it to the deque.
+  ///
+  /// Inside an isolation region the resumption belongs to no region: the region's isolated
+  /// waits never run it, and take their own tasks from under it (executor_core.hpp,
+  /// wait_isolated(), which also hands the `next` slot to the deque before it looks).
   void push_resumed(task* t) noexcept {
     // A resumption belongs to no isolation region: a coroutine waits without holding a
     // thread, so no isolated wait depends on running it. Its node is reused across resumptions,
@@ -249,6 +256,12 @@ class scheduler {
   void before_blocking(worker_ctx& w) noexcept {
     flush_next(w);
     publish_before_waiting(w);
+    if (!w.deque.empty()) {
+      // (I2): what this thread's deque holds may be an isolated waiter's, and this thread
+      // is about to stop running it.
+      fence_seq_cst();
+      wake_isolated();
+    }
   }
 
   /// Runs a task popped by the calling worker, inside the isolation region it was queued in
@@ -302,7 +315,10 @@ class scheduler {
   /// Builds the contexts and deques of `workers` workers and of the guest slots; starts no
   /// thread.
   /// Throws: std::invalid_argument if workers == 0; std::bad_alloc.
-  explicit scheduler(std::size_t workers) : idle_(check_count(workers)), workers_(workers) {
+  explicit scheduler(std::size_t workers)
+      : idle_(check_count(workers)),
+        workers_(workers),
+        isolated_asleep_(std::make_unique<cache_padded<atomic<bool>>[]>(workers + guest_slots)) {
     ctxs_.reserve(workers + guest_slots);
     stealers_.reserve(workers + guest_slots);
     for (std::size_t i = 0; i < workers + guest_slots; ++i) {
@@ -329,18 +345,12 @@ class scheduler {
       if (w != nullptr) {
         w->tasks.push(t);
       } else {
-        if (injector_capacity_ != 0) {
-          // Counted (every task in a bounded injector is), though never refused: the
-          // coroutine was accepted before. relaxed: a place is only ever given back by the
-          // worker that takes this task, after the queue's release/acquire.
-          queued_outside_.value.fetch_add(1, std::memory_order_relaxed);
-        }
-        static_cast<void>(injector_.push(t, /*even_closed=*/true));
+        // Not counted against injector_capacity, and never refused: the task was accepted
+        // before (a coroutine's resumption, or a task moved off a deque);
+        // executor_options::injector_capacity bounds new submissions only.
+        static_cast<void>(injector_.push(t, injected::accepted));
       }
     } catch (...) {
-      if (w == nullptr && injector_capacity_ != 0) {
-        give_back_room(1);
-      }
       t->run(t);
       return;
     }
@@ -348,6 +358,10 @@ class scheduler {
     fence_seq_cst();
     if (idle_.should_wake()) {
       idle_.wake_one();
+    }
+    if (w != nullptr) {
+      // (I2), after the same fence.
+      wake_isolated();
     }
   }
 
@@ -497,10 +511,12 @@ class scheduler {
   /// then announces them (announce_moved()) if any are left there.
   auto from_injector(worker_ctx& w) noexcept -> task* {
     bool moved = false;
-    std::size_t taken = 1;
-    task* const first =
-        injector_.pop_batch(workers_, injector_batch, [&w, &moved, &taken](task* t) noexcept {
-          ++taken;
+    // Submissions among the tasks taken: each holds a place of a bounded injector, which
+    // tasks accepted earlier (coroutine resumptions) do not.
+    std::size_t submissions = 0;
+    task* const first = injector_.pop_batch(
+        workers_, injector_batch,
+        [&w, &moved](task* t) noexcept {
           // The deque grows by allocation; if that fails, run the task here instead of losing
           // it.
           try {
@@ -509,12 +525,17 @@ class scheduler {
           } catch (...) {
             t->run(t);
           }
-        });
+        },
+        &submissions);
     if (moved) {
       announce_moved(w);
+      // (I2): the batch may hold an isolated waiter's tasks (queued by an outside thread in
+      // its region). The fence orders the batch's publication before the look for waiters.
+      fence_seq_cst();
+      wake_isolated();
     }
-    if (injector_capacity_ != 0 && first != nullptr) [[unlikely]] {
-      give_back_room(taken);
+    if (injector_capacity_ != 0 && submissions != 0) [[unlikely]] {
+      give_back_room(submissions);
     }
     return first;
   }
@@ -584,6 +605,13 @@ class scheduler {
     });
     if (t != nullptr) {
       worker_counters::bump(counters.tasks_stolen);
+      if (!w.deque.empty()) {
+        // (I2): the rest of the batch moved from the victim's deque, where an isolated waiter
+        // may have looked for its region's tasks and gone to sleep, into ours. The fence
+        // orders the batch's publication (the release store of our bottom) before the look.
+        fence_seq_cst();
+        wake_isolated();
+      }
     }
     return t;
   }
@@ -723,13 +751,10 @@ class scheduler {
       exit = true;
     } else {
       worker_counters::bump(w.counters.value.times_parked);
-      auto const asleep = std::chrono::steady_clock::now();
+      // The sleep is published as it begins, so metrics() counts it as parked while it lasts.
+      w.counters.value.begin_sleep(std::chrono::steady_clock::now());
       idle_.park(w.index);
-      worker_counters::bump(
-          w.counters.value.parked_ns,
-          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                         std::chrono::steady_clock::now() - asleep)
-                                         .count()));
+      w.counters.value.end_sleep(std::chrono::steady_clock::now());
       worker_counters::bump(w.counters.value.times_woken);
       w.searching = idle_.cancel_park(w.index);
       // acquire: pairs with the release store in try_terminate().
@@ -744,6 +769,51 @@ class scheduler {
       return false;
     }
     return exit;
+  }
+
+  /// Isolated waits (executor_core.hpp, wait_isolated()): a thread inside an isolation region
+  /// that found no task of its region anywhere sleeps until its wait is over or until a task
+  /// may have become reachable: a task queued on a deque, or a batch moved between deques.
+  /// (I1) the waiter sets its flag, counts itself in isolated_waiters_ (seq_cst RMW), runs a
+  /// seq_cst fence and looks once more at every deque before it sleeps on its parker. (I2) a
+  /// thread that made tasks reachable runs a seq_cst fence, then calls wake_isolated(): either
+  /// its load sees the waiter's count (and unparks it: the waiter looks again), or the waiter's
+  /// second look sees the tasks. The (N1) sites of submit(), push_announced() and the batch
+  /// moves share their fence with (I2); join's push_local() does not announce, as for (N1):
+  /// its owner pops the job back itself.
+  void wake_isolated(worker_ctx const* except = nullptr) noexcept {
+    // acquire: pairs with the seq_cst RMW (I1) in enter_isolated_sleep(): the waiter's flag,
+    // stored before it, is visible below. The caller's fence orders this load after its
+    // pushes (I2).
+    if (isolated_waiters_.value.load(std::memory_order_acquire) == 0) [[likely]] {
+      return;
+    }
+    for (std::size_t i = 0; i < ctxs_.size(); ++i) {
+      // relaxed: published by the acquire load above; a flag lowered meanwhile costs one
+      // spurious unpark, which every park of a worker's parker tolerates (it re-checks).
+      if (isolated_asleep_[i].value.load(std::memory_order_relaxed) && ctxs_[i].get() != except) {
+        parker_of(*ctxs_[i]).unpark();
+      }
+    }
+  }
+
+  /// (I1), the waiter's half: announced as a waiter, ready for its last look.
+  void enter_isolated_sleep(worker_ctx& w) noexcept {
+    // relaxed: published by the seq_cst RMW below (a release).
+    isolated_asleep_[w.index].value.store(true, std::memory_order_relaxed);
+    // seq_cst: (I1); pairs with the acquire load in wake_isolated() after its (I2) fence.
+    isolated_waiters_.value.fetch_add(1, std::memory_order_seq_cst);
+    // (I1) fence: our count is visible before our last look at the deques; pairs with the
+    // (I2) fence of a thread that queued or moved tasks.
+    fence_seq_cst();
+  }
+
+  /// The waiter is awake again (or did not sleep).
+  void leave_isolated_sleep(worker_ctx& w) noexcept {
+    // seq_cst: as (I1); a waker that still sees the count unparks us spuriously, harmless.
+    isolated_waiters_.value.fetch_sub(1, std::memory_order_seq_cst);
+    // relaxed: only a hint for wake_isolated(), which tolerates a stale value either way.
+    isolated_asleep_[w.index].value.store(false, std::memory_order_relaxed);
   }
 
   /// Called by an idle top-level worker after (P1) found no work. Declares termination when
@@ -788,7 +858,8 @@ class scheduler {
   // executor_options::private_joins: whether push_local may keep a job private. Set before
   // any thread starts.
   bool private_joins_ = false;
-  // Bounded injector only: tasks in the injector (places taken), outside submitters asleep
+  // Bounded injector only: submissions in the injector (places taken; coroutine resumptions
+  // there take none), outside submitters asleep
   // on a full injector, and the futex word they sleep on (bumped whenever a worker that gives
   // places back sees a waiter, and at shutdown). See (R1)/(R2).
   cache_padded<atomic<std::size_t>> queued_outside_{};
@@ -806,6 +877,11 @@ class scheduler {
   cache_padded<atomic<std::size_t>> guests_{};
   // INVARIANT: the number of live coroutines bound to this executor.
   cache_padded<atomic<std::size_t>> coroutines_{};
+  // Isolated waits, (I1)/(I2) at wake_isolated(): threads inside an isolation region that are
+  // about to sleep or asleep, and for each context whether its thread is one of them.
+  // INVARIANT: isolated_waiters_ counts the raised flags (between the two RMWs of a waiter).
+  cache_padded<atomic<std::size_t>> isolated_waiters_{};
+  std::unique_ptr<cache_padded<atomic<bool>>[]> isolated_asleep_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What one worker thread of an executor owns: its deque, its victim rotation, its searching
 // state and its statistics. A guest slot (see executor_core.hpp) has the same record, lent to
@@ -9,7 +10,8 @@
 //   next, next_streak, tick, rng, searching, previous, outer_hook, help_floor, private_jobs,
 //   private_count  the owning thread only (lost_wake_up() reads private_count at a quiescent
 //                  point of the model checker, when no thread runs).
-//   counters       written by the owner (relaxed), read by executor_core::stats() (relaxed).
+//   counters       written by the owner (relaxed), read by executor_core::stats() and
+//                  metrics() (relaxed); shown_parked_ns by metrics() under its lock.
 //   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
 //                  back (hands the slot's deque and parker from one guest to the next).
 
@@ -22,6 +24,7 @@
 #include <spindle/detail/sync/parker.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -29,18 +32,77 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class scheduler;
 
-/// Per-worker statistics behind executor::stats().
+/// Per-worker statistics behind executor::stats() and executor::metrics().
+///
+/// Sleep time: the worker's parked time is a function of the clock, which grows at the
+/// clock's rate during a sleep and stays flat between sleeps. `sleep_word` describes that
+/// function in one word, so that a reader never combines a total from one sleep with the
+/// start of another (two words, read one after the other, would count a sleep that ends
+/// between the reads twice, or not at all):
+///   awake:   the total of the finished sleeps, in ns;
+///   asleep:  asleep_bit | (start of this sleep - that total), the start in ns since `origin`.
+/// Parked time at `now` is then the word when awake and (now - origin) - (word - asleep_bit)
+/// when asleep (parked_at()). During a sleep the worker's busy time, uptime - parked, is
+/// constant, as it should be.
 struct worker_counters {
   atomic<std::uint64_t> tasks_run{0};
   atomic<std::uint64_t> tasks_stolen{0};
   atomic<std::uint64_t> steal_attempts{0};
   atomic<std::uint64_t> times_parked{0};
   atomic<std::uint64_t> times_woken{0};
-  atomic<std::uint64_t> parked_ns{0};
+  // Written by the owner only (begin_sleep, end_sleep), read by metrics() (parked_at).
+  atomic<std::uint64_t> sleep_word{0};
+  // The zero of the times in sleep_word: the making of the worker's context, before the
+  // executor's own start time and before any sleep, so no time stored is negative.
+  std::chrono::steady_clock::time_point const origin = std::chrono::steady_clock::now();
+  // The owner's copies of what sleep_word holds, so that it need not load its own word.
+  std::uint64_t parked_total_ns = 0;
+  std::uint64_t sleep_base_ns = 0;
+  // The parked time metrics() last reported for this worker; guarded by the executor's
+  // metrics lock (see executor_core::metrics()).
+  std::uint64_t shown_parked_ns = 0;
+
+  static constexpr std::uint64_t asleep_bit = std::uint64_t{1} << 63U;
 
   // relaxed: a statistic written only by the owning worker.
   static void bump(atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
     c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+
+  /// The owner is about to sleep; `now` is read just before.
+  void begin_sleep(std::chrono::steady_clock::time_point now) noexcept {
+    sleep_base_ns = since_origin(now) - parked_total_ns;
+    // relaxed: a statistic with a single writer; the reader needs only this word's own
+    // coherence (a later load sees this store or a later one), no other data.
+    sleep_word.store(asleep_bit | sleep_base_ns, std::memory_order_relaxed);
+  }
+
+  /// The owner woke; `now` is read just after.
+  void end_sleep(std::chrono::steady_clock::time_point now) noexcept {
+    std::uint64_t const end = since_origin(now);
+    parked_total_ns = end > sleep_base_ns ? end - sleep_base_ns : parked_total_ns;
+    // relaxed: as in begin_sleep().
+    sleep_word.store(parked_total_ns, std::memory_order_relaxed);
+  }
+
+  /// The parked time at `now` as the word read now describes it, in ns: negative, or ahead of
+  /// the truth by a little, when `now` and the owner's clock reads race (the caller clamps).
+  [[nodiscard]] auto parked_at(std::chrono::steady_clock::time_point now) const noexcept
+      -> std::int64_t {
+    // relaxed: see begin_sleep().
+    std::uint64_t const word = sleep_word.load(std::memory_order_relaxed);
+    if ((word & asleep_bit) == 0) {
+      return static_cast<std::int64_t>(word);
+    }
+    return static_cast<std::int64_t>(since_origin(now)) -
+           static_cast<std::int64_t>(word & ~asleep_bit);
+  }
+
+ private:
+  [[nodiscard]] auto since_origin(std::chrono::steady_clock::time_point t) const noexcept
+      -> std::uint64_t {
+    auto const ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t - origin).count();
+    return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
   }
 };
 
