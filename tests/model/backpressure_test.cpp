@@ -6,6 +6,7 @@
 // accepted task runs exactly once. The seeded bug `room-waiter-no-recheck` in
 // tools/mutate/mutants.txt is killed here.
 
+#include <spindle/channel.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/model/atomic.hpp>
 
@@ -85,5 +86,69 @@ TEST(ModelBackpressure, ShutdownReleasesASleepingSubmitter) {
     submitter.join();
     model::check(ran.load(std::memory_order_relaxed) + threw.load(std::memory_order_relaxed) == 2,
                  "a submitter neither got in nor was told");
+  });
+}
+
+// Two outside submitters race for the last place of a bound of 1 (executor_options::
+// injector_capacity) while nothing gives a place back: at most one of them takes it. A place is
+// taken by one CAS on the count of queued tasks (scheduler::try_take_room()); a check and a
+// separate add would let both read "one free" and both take it, and the injector would then
+// hold more tasks than its capacity.
+TEST(ModelBackpressure, RacingSubmittersNeverTakeMoreThanTheCapacity) {
+  explore_three("bounded injector: two submitters race for the last place", 231, 300, [] {
+    spindle::executor ex(spindle::executor_options().workers(1).injector_capacity(1));
+    auto& core = spindle::detail::core_of(ex);
+    model::atomic<int> taken{0};
+    auto const take = [&] {
+      if (core.try_take_room()) {
+        // relaxed: read after the join below.
+        taken.fetch_add(1, std::memory_order_relaxed);
+      }
+    };
+    model::thread other(take);
+    take();
+    other.join();
+    model::check(taken.load(std::memory_order_relaxed) == 1,
+                 "two submitters took the last place of the injector, or neither did");
+    core.cancel_room();
+  });
+}
+
+// The same through try_post, with the only worker held by a gate task, so that nothing leaves
+// the injector while two submitters race: the injector never holds more tasks than its
+// capacity (executor::metrics().injector_depth), at most one submitter is accepted, and every
+// accepted task runs once after the gate opens.
+TEST(ModelBackpressure, InjectorNeverHoldsMoreThanItsCapacity) {
+  explore_three("bounded injector: try_post races try_post, worker held", 241, 300, [] {
+    model::atomic<int> ran{0};
+    model::atomic<int> accepted{0};
+    auto [gate_tx, gate_rx] = spindle::bounded<int>(1);
+    auto [started_tx, started_rx] = spindle::bounded<int>(1);
+    {
+      spindle::executor ex(spindle::executor_options().workers(1).injector_capacity(1));
+      ex.post([rx = gate_rx, tx = started_tx]() mutable {
+        model::check(tx.send(1).is_sent(), "started: send failed");
+        static_cast<void>(rx.recv());
+      });
+      // The worker runs the gate task: the injector is empty, and stays so but for the racers.
+      model::check(started_rx.recv().has_value(), "the gate task did not start");
+      auto const submit = [&] {
+        if (ex.try_post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }) ==
+            spindle::submit_status::accepted) {
+          // relaxed: read after the join below.
+          accepted.fetch_add(1, std::memory_order_relaxed);
+        }
+      };
+      model::thread other(submit);
+      submit();
+      other.join();
+      model::check(ex.metrics().injector_depth <= 1,
+                   "the injector holds more tasks than its capacity");
+      model::check(accepted.load(std::memory_order_relaxed) == 1,
+                   "two try_posts were accepted into one place, or neither was");
+      model::check(gate_tx.send(0).is_sent(), "gate: send failed");
+    }
+    model::check(ran.load(std::memory_order_relaxed) == accepted.load(std::memory_order_relaxed),
+                 "an accepted task did not run once");
   });
 }

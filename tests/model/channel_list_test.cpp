@@ -70,6 +70,91 @@ void last_two_slots_body() {
   }
 }
 
+/// Alone (no thread yet, so no choice point matters): sends and receives `n` values, moving both
+/// positions `n` slots on. The values are not the ledger's (its indices stay small).
+void advance_alone(spindle::sender<int>& tx, spindle::receiver<int>& rx, int n) {
+  for (int i = 0; i < n; ++i) {
+    auto s = tx.try_send(-1);
+    model::check(s.status == send_status::sent, "unbounded try_send must succeed");
+    auto v = rx.try_recv();
+    model::check(v && *v.value == -1, "the single-threaded prefix lost a value");
+  }
+}
+
+/// Receives what is left and checks it is `first`, `first` + 1, ... `end` - 1, in order.
+void drain_in_order(spindle::receiver<int>& rx, ledger& l, int first, int end) {
+  std::vector<int> rest;
+  for (int i = first; i < end; ++i) {
+    auto v = rx.try_recv();
+    model::check(v && *v.value == i, "a value was lost or came out of order");
+    l.take(rest, *v.value);
+  }
+  model::check(rx.try_recv().status == spindle::recv_status::empty, "a value came twice");
+}
+
+/// Two receivers cross a block boundary at once: one takes the block's last slot and moves
+/// head_ to the next block (its block pointer, then its index), the other takes the next
+/// block's first slot. A receiver that read the new index with the old block pointer would
+/// take slot 0 of the old block: a value received twice, and the new block's first lost.
+void receivers_cross_the_boundary_body() {
+  auto [tx, rx] = spindle::unbounded<int>();
+  ledger l;
+  // Both positions at the block's last slot.
+  advance_alone(tx, rx, block_slots - 1);
+  int const first = 0;
+  int next = first;
+  // The block's last slot, and the next block's first two (the first send installs it).
+  for (int i = 0; i < 3; ++i) {
+    model::check(tx.try_send(l.make(next++)).status == send_status::sent,
+                 "unbounded try_send must succeed");
+  }
+  std::vector<int> got_a;
+  std::vector<int> got_b;
+  model::thread other([&l, &got_a, rx = rx]() mutable {
+    auto v = rx.recv();
+    model::check(v.has_value(), "recv reported closed on an open channel");
+    l.take(got_a, *v);
+  });
+  auto v = rx.recv();
+  model::check(v.has_value(), "recv reported closed on an open channel");
+  l.take(got_b, *v);
+  other.join();
+  expect_each_of_once({got_a, got_b}, {first, first + 1});
+  drain_in_order(rx, l, first + 2, next);
+}
+
+/// A block recycled through the channel's one-block cache and reused: block 0 is drained alone
+/// (its last reader recycles it), then a sender fills the second block's last slot, which takes
+/// the cached block as the third, and sends into that block's first slot while a receiver
+/// follows it there. The reused block must look new: its slots empty (no stale WRITE a
+/// receiver would take before the send wrote), its link null; and what the sender writes is
+/// visible to the receiver (race detector on the payload).
+void recycled_block_body() {
+  auto [tx, rx] = spindle::unbounded<int>();
+  ledger l;
+  // Block 0 drained and cached; both positions at block 1's last slot.
+  advance_alone(tx, rx, 2 * block_slots - 1);
+  int const first = 0;
+  int next = first;
+  std::vector<int> got;
+  model::thread receiver([&l, &got, rx = rx]() mutable {
+    for (int i = 0; i < 2; ++i) {
+      auto v = rx.recv();
+      model::check(v.has_value(), "recv reported closed on an open channel");
+      l.take(got, *v);
+    }
+  });
+  for (int i = 0; i < 2; ++i) {
+    model::check(tx.try_send(l.make(next++)).status == send_status::sent,
+                 "unbounded try_send must succeed");
+  }
+  receiver.join();
+  expect_each_of_once({got}, {first, first + 1});
+  model::check(got[0] == first, "values came out of order");
+  // The channel still works past the reused block's first slots.
+  advance_alone(tx, rx, 2);
+}
+
 }  // namespace
 
 TEST(ModelChannelList, TwoReceiversTakeTheLastTwoSlotsOfABlock) {
@@ -79,4 +164,23 @@ TEST(ModelChannelList, TwoReceiversTakeTheLastTwoSlotsOfABlock) {
                      model::pct_schedules(121, budget(1000), 3), last_two_slots_body);
   explore_and_report("unbounded, last two slots, 2 receivers, random + buffers",
                      tso(model::random_schedules(122, budget(1000))), last_two_slots_body);
+}
+
+TEST(ModelChannelList, TwoReceiversCrossIntoTheNextBlock) {
+  explore_and_report("unbounded, 2 receivers cross a block end, dfs bound 2",
+                     model::exhaustive(2, budget(20000)), receivers_cross_the_boundary_body);
+  explore_and_report("unbounded, 2 receivers cross a block end, pct",
+                     model::pct_schedules(131, budget(1000), 3), receivers_cross_the_boundary_body);
+  explore_and_report("unbounded, 2 receivers cross a block end, random + buffers",
+                     tso(model::random_schedules(132, budget(1000))),
+                     receivers_cross_the_boundary_body);
+}
+
+TEST(ModelChannelList, ARecycledBlockIsReusedAsNew) {
+  explore_and_report("unbounded, recycled block reused, dfs bound 2",
+                     model::exhaustive(2, budget(20000)), recycled_block_body);
+  explore_and_report("unbounded, recycled block reused, pct",
+                     model::pct_schedules(141, budget(1000), 3), recycled_block_body);
+  explore_and_report("unbounded, recycled block reused, random + buffers",
+                     tso(model::random_schedules(142, budget(1000))), recycled_block_body);
 }

@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -328,6 +329,43 @@ void explore_each_way(std::string const& name, std::uint64_t seed,
   }
 }
 
+/// The switch to symmetric fences racing a publication (spsc_channel.hpp, "When waits are
+/// frequent"). What the checker assumes of the asymmetric pair: heavy_fence() (membarrier(2))
+/// drains every thread's store buffer at the instant it runs, and light_fence() is nothing, so
+/// a publisher's buffered store becomes visible at a heavy fence and not before (it may also
+/// reach memory on its own, a scheduler choice). The receiver's first wait happens alone (a
+/// recv_for that times out), so its next wait's heavy fence is the second in a row and
+/// switches the channel. In the race that only the switcher's own heavy fence covers: the
+/// sender's first send wakes the registered receiver; its second stores tail_ (buffered), reads
+/// the mode still asymmetric and finds nobody registered; the switcher stores symmetric, its
+/// re-check finds the first value, and its next wait, fenced symmetrically, misses the second
+/// value still in the sender's buffer unless the switch's heavy fence flushed it. That window
+/// needs about three preemptions and a store kept buffered for some forty steps of the
+/// receiver, more than these explorations reach (tests/model/README.md, "The asymmetric fence
+/// pair"); what they do check is every other interleaving of the switch with two sends.
+void switch_racing_publication() {
+  auto ch = spindle::bounded_spsc<int>(2);
+  auto& tx = ch.first;
+  auto& rx = ch.second;
+  model::quiescence_invariant owed(wake_owed(rx));
+  ledger l;
+  model::check(rx.recv_for(std::chrono::hours(1)).status == recv_status::timed_out,
+               "recv_for on an empty channel with no sender running did not time out");
+  std::vector<int> got;
+  model::thread consumer([&] {
+    for (int i = 0; i < 2; ++i) {
+      auto v = rx.recv();
+      model::check(v.has_value(), "recv reported closed on an open channel");
+      l.take(got, *v);
+      model::check(*v == i, "values arrived out of order");
+    }
+  });
+  for (int i = 0; i < 2; ++i) {
+    model::check(tx.send(l.make(i)).is_sent(), "send failed on an open channel");
+  }
+  consumer.join();
+}
+
 /// "bounded_spsc(<capacity>)", the start of a line of statistics.
 auto spsc_name(std::size_t capacity) -> std::string {
   return "bounded_spsc(" + std::to_string(capacity) + ")";
@@ -404,4 +442,9 @@ TEST(ModelChannelSpsc, SelectRecvOverSpscReceivers) {
 TEST(ModelChannelSpsc, SelectSendOnFullSpsc) {
   explore_each_way("select send on two full bounded_spsc(1)", 270, [] { select_send_on_full(); },
                    {.dfs = 1500});
+}
+
+TEST(ModelChannelSpsc, SwitchToSymmetricFencesFlushesAPublisherThatReadAsymmetric) {
+  explore_each_way("bounded_spsc(2) fence switch vs send", 280, [] { switch_racing_publication(); },
+                   {.dfs = 0, .dfs_tso = 3000, .pct = 0, .random_tso = 1000});
 }
