@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle::deque_owner<T> / spindle::stealer<T>: the Chase-Lev work-stealing deque.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The vocabulary of spindle's work-stealing deque that a user names: which types it holds
 // (`stealable`), the owner's pop order (`deque_order`), and how a steal ended (`steal_status`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // join_handle<R>: the result of one task spawned on a spindle::executor.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle::task<T>: a lazy coroutine, and spindle::sync_wait, which runs one from a plain thread.
 //

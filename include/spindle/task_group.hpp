@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle::task_group: structured fork-join over a spindle::executor.
 //

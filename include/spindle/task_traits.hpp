@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The vocabulary of spindle's executor that a user names: which callables it runs
 // (`task_callable`), what they return (`task_result_t`), and what a void callable's side of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // spindle's version, for code that needs to check it at compile time.
 

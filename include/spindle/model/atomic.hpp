@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The instrumented atomic and the blocking hooks that <spindle/detail/sync/atomic.hpp> uses when
 // SPINDLE_MODEL_CHECK is defined.

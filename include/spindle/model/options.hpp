@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The model checker's vocabulary: how to explore (options, with the random_schedules(),
 // pct_schedules() and exhaustive() presets), what can go wrong (failure_kind) and what

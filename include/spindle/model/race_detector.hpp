@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The model checker's race detector: vector clocks, the memory orders' effect on them, and the
 // per-address memory of plain (payload) accesses.

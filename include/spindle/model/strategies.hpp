@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The model checker's exploration strategies: at a scheduling point with two or more enabled
 // candidates, a chooser picks the one that runs next.

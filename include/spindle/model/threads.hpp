@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The model checker's threads: the record of each model thread (its run state, the futex word
 // or thread it is blocked on, its spin state, its vector clocks and its x86-TSO store buffer)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Replaces the global operator new and delete so the model checker's race detector forgets
 // freed memory. Without it, a block freed by one thread and reused by another (a channel block,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The bounded channel flavour: a preallocated ring of stamped slots.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Closing a buffered flavour (array, list), the same way in both: one fetch_or of the mark bit
 // in the senders' position, after which every sender's claim fails; and, once the last

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The unbounded channel flavour: a lock-free linked list of blocks of slots.
 //

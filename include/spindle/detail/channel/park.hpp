@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Parking a blocked channel operation: register on a wait list, re-check readiness, park
 // until woken, closed, past the deadline or stopped, and unregister.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The receive that every buffered flavour (array, list) shares: how a claim on a position
 // ends (`claim`), the try_recv result it makes (`recv_outcome`), and the blocking receive

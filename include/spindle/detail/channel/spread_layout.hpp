@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Where a bounded channel's ring puts each position: consecutive positions on different cache
 // lines, so that two receivers taking neighbouring positions, or two senders, write different

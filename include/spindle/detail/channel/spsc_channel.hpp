@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The single-producer single-consumer flavour (spindle::bounded_spsc): a ring of plain slots
 // that one sender and one receiver pass values through, with the blocking, close, select and

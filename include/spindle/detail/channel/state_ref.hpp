@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // One handle's counted reference to a channel_state: the copy, move, assignment and
 // destruction that sender<T> and receiver<T> share, templated on the side whose count it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // How long a blocked channel operation keeps trying before it parks, and how: `wait_budget`.
 // Whether a waiting receiver polls at all is decided by channel_state::users_fit_cores, from

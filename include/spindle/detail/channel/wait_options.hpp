@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The options of one blocking channel call: what may end it besides success or close (a
 // deadline, a stop request), and whether a blocked receive may poll before it yields.

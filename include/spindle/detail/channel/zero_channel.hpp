@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The rendezvous flavour (capacity 0): a send completes only when a receiver takes the value
 // directly from the sender's hands.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The heap node of `executor::spawn(task<T>)`: a task node that starts the coroutine on a
 // worker, and the shared result its join_handle reads (detail/executor/task.hpp). The

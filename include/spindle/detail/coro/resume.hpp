@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Where a suspended coroutine is resumed, and how a waker gets it there.
 //

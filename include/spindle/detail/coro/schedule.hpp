@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // `co_await ex.schedule()`: moves the awaiting coroutine onto executor `ex` (executor.hpp).
 

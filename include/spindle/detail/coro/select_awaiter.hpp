@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The select loop of a coroutine: the same rounds as a thread's select
 // (detail/select/select_loop.hpp), but step 3 suspends the coroutine instead of parking a

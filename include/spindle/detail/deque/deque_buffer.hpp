@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The circular slot array of the Chase-Lev deque (see <spindle/deque.hpp>).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The shared state of one Chase-Lev work-stealing deque: the algorithm behind the handles
 // `spindle::deque_owner<T>` and `spindle::stealer<T>` (<spindle/deque.hpp>, which states the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A one-shot completion flag with a single waiter, for join handles, stack jobs and task groups.
 //

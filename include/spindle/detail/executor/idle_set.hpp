@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Which workers are searching for work and which sleep: the executor's parking protocol.
 //

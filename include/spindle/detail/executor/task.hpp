@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Task records: what the executor's queues carry, and where a task's result waits for its join.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Fixed-size nodes for the executor's heap task records (spawn, post, task_group::spawn),
 // recycled through a per-thread cache that frees return to.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The select loop of a thread: complete exactly one of several channel operations, waiting on
 // all of them at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // The atomic alias, fences, and the futex-style wait/wake every blocking path goes through.
 //

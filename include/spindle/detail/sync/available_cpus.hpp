@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // How many processors this process may use: the one answer behind an executor's default
 // worker count and a channel's "do the users fit the cores" spin decision.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Bounded exponential backoff: spin with a CPU pause, then yield, then tell the caller to park.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A thread about to block outside its scheduler first lets the scheduler hand over what only
 // that thread would run. An executor worker keeps the resumption of a coroutine it woke in a

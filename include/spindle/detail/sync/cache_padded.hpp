@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Alignment to the destructive-interference size, so that two values written by different
 // threads never share a cache line (false sharing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Deadlines of every blocking call (the channels' send_for/recv_until, the parker's park_for): a
 // timeout or a deadline on any clock, converted once, at the call, to a deadline on steady_clock

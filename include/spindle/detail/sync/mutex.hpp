@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A small futex mutex for short critical sections off the fast paths (wait-list registration,
 // the rendezvous channel). It exists instead of std::mutex so that every blocking step goes

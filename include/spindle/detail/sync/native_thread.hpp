@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // A thread started with the settings of spindle::executor_options: a name, a stack size and a
 // CPU set. std::thread takes none of them, so on Linux the thread is made with pthread_create

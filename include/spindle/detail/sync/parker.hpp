@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Sleep and wake one thread, with no lost wake-up and no system call when nobody sleeps.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 // Waiters and wait lists: how a blocked operation sleeps on a structure and how the structure
 // wakes exactly the waiters it should, with no lost wake-up and no cost when nobody waits.
