@@ -116,8 +116,13 @@ auto recv_and_look(spindle::receiver<int> rx, std::atomic<int>* started,
 /// worker's next slot), then `between` runs, then the region waits for its task.
 void region_task_under_resumptions(void (*between)()) {
   spindle::executor ex{1};
-  auto [tx1, rx1] = spindle::bounded<int>(1);
-  auto [tx2, rx2] = spindle::bounded<int>(1);
+  // Named references, not structured bindings: clang 14 cannot capture a binding in a lambda.
+  auto ends1 = spindle::bounded<int>(1);
+  auto ends2 = spindle::bounded<int>(1);
+  auto& tx1 = ends1.first;
+  auto& tx2 = ends2.first;
+  auto& rx1 = ends1.second;
+  auto& rx2 = ends2.second;
   std::atomic<int> started{0};
   auto c1 = ex.spawn(recv_once(rx1, &started));
   auto c2 = ex.spawn(recv_once(rx2, &started));
@@ -346,8 +351,12 @@ TEST(Isolate, JoinDoesNotRunAWokenCoroutineInsideTheRegion) {
   finishes(
       [] {
         spindle::executor ex{1};
-        auto [tx1, rx1] = spindle::bounded<int>(1);
-        auto [tx2, rx2] = spindle::bounded<int>(1);
+        auto ends1 = spindle::bounded<int>(1);
+        auto ends2 = spindle::bounded<int>(1);
+        auto& tx1 = ends1.first;
+        auto& tx2 = ends2.first;
+        auto& rx1 = ends1.second;
+        auto& rx2 = ends2.second;
         std::atomic<int> started{0};
         std::atomic<bool> ran_inside{false};
         auto c1 = ex.spawn(recv_and_look(rx1, &started, &ran_inside));
