@@ -126,8 +126,8 @@ class shared_result {
   using destroy_fn = void (*)(shared_result*) noexcept;
   using cancel_fn = void (*)(shared_result*) noexcept;
 
-  explicit shared_result(destroy_fn destroy, cancel_fn cancel = nullptr) noexcept
-      : destroy_(destroy), cancel_(cancel) {}
+  explicit shared_result(destroy_fn destroy, cancel_fn on_cancel = nullptr) noexcept
+      : destroy_(destroy), cancel_(on_cancel) {}
   shared_result(shared_result const&) = delete;
   auto operator=(shared_result const&) -> shared_result& = delete;
 

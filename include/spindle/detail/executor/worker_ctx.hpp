@@ -109,7 +109,11 @@ struct worker_counters {
 /// What a worker thread owns, or what a guest borrows while it takes part in its own root task.
 struct worker_ctx {
   worker_ctx(scheduler* c, std::size_t i, bool is_guest)
-      : core(c), index(i), rng(0x9e3779b9U * (i + 1)), guest(is_guest) {}
+      : core(c),
+        index(i),
+        // Truncated on purpose: the low 32 bits seed the victim rotation.
+        rng(static_cast<std::uint32_t>(0x9e3779b9U * (i + 1))),
+        guest(is_guest) {}
 
   scheduler* core;  // the executor_core (a scheduler) this context belongs to
   std::size_t index;
