@@ -21,9 +21,9 @@
 #include <cstdint>
 #include <future>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace {
 
@@ -91,61 +91,79 @@ void finishes(Scenario scenario, char const* what,
   runner.join();
 }
 
-/// Receives one value; the coroutine suspends until a sender comes.
-auto recv_once(spindle::receiver<int> rx, std::atomic<int>* started)
-    -> spindle::task<std::optional<int>> {
-  started->fetch_add(1);
-  co_return co_await rx.async_recv();
-}
-
 /// Set while a test's region runs, on the thread that runs it.
 thread_local bool in_region = false;
 
-/// Receives one value, then records whether it runs inside the test's region.
-auto recv_and_look(spindle::receiver<int> rx, std::atomic<int>* started,
+/// Receives one value into `*got`, then records whether it runs inside the test's region.
+auto recv_and_look(spindle::receiver<int> rx, std::atomic<int>* started, std::atomic<int>* got,
                    std::atomic<bool>* ran_inside) -> spindle::task<void> {
   started->fetch_add(1);
-  static_cast<void>(co_await rx.async_recv());
+  got->store((co_await rx.async_recv()).value_or(-1));
   if (in_region) {
     ran_inside->store(true);
   }
 }
+
+/// Two coroutines of a one-worker executor, each suspended in async_recv on its own channel;
+/// waking both from a worker makes the second's resumption displace the first's from the
+/// worker's next slot onto its deque.
+struct two_sleepers {
+  spindle::executor& ex;
+  // Named members, not structured bindings: clang 14 cannot capture a binding in a lambda.
+  std::pair<spindle::sender<int>, spindle::receiver<int>> ends1 = spindle::bounded<int>(1);
+  std::pair<spindle::sender<int>, spindle::receiver<int>> ends2 = spindle::bounded<int>(1);
+  std::atomic<int> started{0};
+  std::atomic<int> got1{0};
+  std::atomic<int> got2{0};
+  std::atomic<bool> ran_inside{false};
+  spindle::join_handle<void> c1 =
+      ex.spawn(recv_and_look(ends1.second, &started, &got1, &ran_inside));
+  spindle::join_handle<void> c2 =
+      ex.spawn(recv_and_look(ends2.second, &started, &got2, &ran_inside));
+
+  explicit two_sleepers(spindle::executor& e) : ex(e) {
+    while (started.load() < 2) {
+      std::this_thread::yield();
+    }
+    // Both are suspended in async_recv once the worker is free again.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  /// Wakes both (from a worker, inside the test's region).
+  void wake() {
+    EXPECT_TRUE(ends1.first.try_send(1).is_sent());
+    EXPECT_TRUE(ends2.first.try_send(2).is_sent());
+  }
+  /// Both received their value, and neither ran inside the region.
+  void check() {
+    c1.join();
+    c2.join();
+    EXPECT_EQ(got1.load(), 1);
+    EXPECT_EQ(got2.load(), 2);
+    EXPECT_FALSE(ran_inside.load());
+  }
+};
 
 /// On a one-worker executor, inside a region: a task of the region is queued, then two
 /// suspended coroutines are woken (the second's resumption displaces the first's from the
 /// worker's next slot), then `between` runs, then the region waits for its task.
 void region_task_under_resumptions(void (*between)()) {
   spindle::executor ex{1};
-  // Named references, not structured bindings: clang 14 cannot capture a binding in a lambda.
-  auto ends1 = spindle::bounded<int>(1);
-  auto ends2 = spindle::bounded<int>(1);
-  auto& tx1 = ends1.first;
-  auto& tx2 = ends2.first;
-  auto& rx1 = ends1.second;
-  auto& rx2 = ends2.second;
-  std::atomic<int> started{0};
-  auto c1 = ex.spawn(recv_once(rx1, &started));
-  auto c2 = ex.spawn(recv_once(rx2, &started));
-  while (started.load() < 2) {
-    std::this_thread::yield();
-  }
-  // Both are suspended in async_recv once the worker is free again.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  two_sleepers sleepers{ex};
   int const r = ex.spawn([&] {
                     return spindle::isolate(ex, [&] {
+                      in_region = true;
                       spindle::task_group g{ex};
                       int v = 0;
                       g.spawn([&] { v = 42; });
-                      EXPECT_TRUE(tx1.try_send(1).is_sent());
-                      EXPECT_TRUE(tx2.try_send(2).is_sent());
+                      sleepers.wake();
                       between();
                       g.wait();
+                      in_region = false;
                       return v;
                     });
                   }).join();
   EXPECT_EQ(r, 42);
-  EXPECT_EQ(c1.join(), std::optional<int>(1));
-  EXPECT_EQ(c2.join(), std::optional<int>(2));
+  sleepers.check();
 }
 
 }  // namespace
@@ -351,28 +369,14 @@ TEST(Isolate, JoinDoesNotRunAWokenCoroutineInsideTheRegion) {
   finishes(
       [] {
         spindle::executor ex{1};
-        auto ends1 = spindle::bounded<int>(1);
-        auto ends2 = spindle::bounded<int>(1);
-        auto& tx1 = ends1.first;
-        auto& tx2 = ends2.first;
-        auto& rx1 = ends1.second;
-        auto& rx2 = ends2.second;
-        std::atomic<int> started{0};
-        std::atomic<bool> ran_inside{false};
-        auto c1 = ex.spawn(recv_and_look(rx1, &started, &ran_inside));
-        auto c2 = ex.spawn(recv_and_look(rx2, &started, &ran_inside));
-        while (started.load() < 2) {
-          std::this_thread::yield();
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        two_sleepers sleepers{ex};
         int const r = ex.spawn([&] {
                           return spindle::isolate(ex, [&] {
                             in_region = true;
                             auto [a, b] = spindle::join(
                                 ex,
                                 [&] {
-                                  EXPECT_TRUE(tx1.try_send(1).is_sent());
-                                  EXPECT_TRUE(tx2.try_send(2).is_sent());
+                                  sleepers.wake();
                                   return 40;
                                 },
                                 [] { return 2; });
@@ -381,9 +385,7 @@ TEST(Isolate, JoinDoesNotRunAWokenCoroutineInsideTheRegion) {
                           });
                         }).join();
         EXPECT_EQ(r, 42);
-        c1.join();
-        c2.join();
-        EXPECT_FALSE(ran_inside.load());
+        sleepers.check();
       },
       "a join inside a region after waking coroutines");
 }

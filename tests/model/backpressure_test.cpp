@@ -22,18 +22,8 @@
 namespace model = spindle::model;
 using spindle_test::budget;
 using spindle_test::explore_and_report;
+using spindle_test::explore_three;
 using spindle_test::tso;
-
-namespace {
-
-void explore_three(char const* name, std::uint64_t seed, std::uint64_t executions,
-                   std::function<void()> const& body) {
-  explore_and_report(name, model::random_schedules(seed, budget(executions)), body);
-  explore_and_report(name, model::pct_schedules(seed + 1, budget(executions), 3), body);
-  explore_and_report(name, tso(model::pct_schedules(seed + 2, budget(executions), 3)), body);
-}
-
-}  // namespace
 
 // Two outside submitters against a bound of 1 and one worker: both get in, both tasks run.
 TEST(ModelBackpressure, SubmittersWaitForRoom) {

@@ -26,6 +26,7 @@
 namespace model = spindle::model;
 using spindle_test::budget;
 using spindle_test::explore_and_report;
+using spindle_test::explore_three;
 using spindle_test::tso;
 
 namespace {
@@ -43,12 +44,6 @@ struct counted {
   ~counted() { live->fetch_sub(1, std::memory_order_relaxed); }
 };
 
-void explore_three(char const* name, std::uint64_t seed, std::uint64_t executions,
-                   std::function<void()> const& body) {
-  explore_and_report(name, model::random_schedules(seed, budget(executions)), body);
-  explore_and_report(name, model::pct_schedules(seed + 1, budget(executions), 3), body);
-  explore_and_report(name, tso(model::pct_schedules(seed + 2, budget(executions), 3)), body);
-}
 
 /// Whether the calling thread is inside the region of the isolation test (a model thread is a
 /// real thread, so a thread_local tells the threads apart).

@@ -41,6 +41,7 @@
 namespace model = spindle::model;
 using spindle_test::budget;
 using spindle_test::explore_and_report;
+using spindle_test::explore_three;
 using spindle_test::tso;
 
 namespace {
@@ -162,12 +163,6 @@ auto live() -> std::int64_t {
   return live_blocks.load(std::memory_order_relaxed);
 }
 
-void explore_three(char const* name, std::uint64_t seed, std::uint64_t executions,
-                   std::function<void()> const& body) {
-  explore_and_report(name, model::random_schedules(seed, budget(executions)), body);
-  explore_and_report(name, model::pct_schedules(seed + 1, budget(executions), 3), body);
-  explore_and_report(name, tso(model::pct_schedules(seed + 2, budget(executions), 3)), body);
-}
 
 /// Runs `scenario` (which makes and destroys its executor) and checks that every watched block
 /// it allocated was freed; `expected` watched blocks must have been made (so that the test

@@ -30,18 +30,8 @@
 namespace model = spindle::model;
 using spindle_test::budget;
 using spindle_test::explore_and_report;
+using spindle_test::explore_three;
 using spindle_test::tso;
-
-namespace {
-
-void explore_three(char const* name, std::uint64_t seed, std::uint64_t executions,
-                   std::function<void()> const& body) {
-  explore_and_report(name, model::random_schedules(seed, budget(executions)), body);
-  explore_and_report(name, model::pct_schedules(seed + 1, budget(executions), 3), body);
-  explore_and_report(name, tso(model::pct_schedules(seed + 2, budget(executions), 3)), body);
-}
-
-}  // namespace
 
 // The locker is queued on the region's worker before the region: a thief's batch may take it
 // with part of the loop, run it first and block on the lock, holding that part in its deque.

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <vector>
@@ -33,6 +34,17 @@ inline auto explore_and_report(char const* name, spindle::model::options const& 
 inline auto tso(spindle::model::options o) -> spindle::model::options {
   o.store_buffering = true;
   return o;
+}
+
+/// The three explorations most hand-written model tests run: `executions` random schedules,
+/// as many PCT schedules of depth 3, and as many again with x86-TSO store buffers, seeded from
+/// `seed` (fewer under sanitizers, see budget()).
+inline void explore_three(char const* name, std::uint64_t seed, std::uint64_t executions,
+                          std::function<void()> const& body) {
+  explore_and_report(name, spindle::model::random_schedules(seed, budget(executions)), body);
+  explore_and_report(name, spindle::model::pct_schedules(seed + 1, budget(executions), 3), body);
+  explore_and_report(name, tso(spindle::model::pct_schedules(seed + 2, budget(executions), 3)),
+                     body);
 }
 
 /// `o` for an exploration that is expected to fail (a seeded bug): no report on stderr, and no
