@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "model/support.hpp"
@@ -30,6 +31,24 @@ namespace {
 /// marks the move to the next block).
 constexpr int block_slots = 31;
 
+/// Two receivers, a model thread and this one, take one value each with a blocking recv;
+/// returns what each took.
+auto two_receivers_take_one(spindle::receiver<int>& rx, ledger& l)
+    -> std::pair<std::vector<int>, std::vector<int>> {
+  std::vector<int> got_a;
+  std::vector<int> got_b;
+  model::thread other([&l, &got_a, rx = rx]() mutable {
+    auto v = rx.recv();
+    model::check(v.has_value(), "recv reported closed on an open channel");
+    l.take(got_a, *v);
+  });
+  auto v = rx.recv();
+  model::check(v.has_value(), "recv reported closed on an open channel");
+  l.take(got_b, *v);
+  other.join();
+  return {std::move(got_a), std::move(got_b)};
+}
+
 void last_two_slots_body() {
   auto [tx, rx] = spindle::unbounded<int>();
   ledger l;
@@ -47,17 +66,7 @@ void last_two_slots_body() {
     auto s = tx.try_send(l.make(i));
     model::check(s.status == send_status::sent, "unbounded try_send must succeed");
   }
-  std::vector<int> got_a;
-  std::vector<int> got_b;
-  model::thread other([&l, &got_a, rx = rx]() mutable {
-    auto v = rx.recv();
-    model::check(v.has_value(), "recv reported closed on an open channel");
-    l.take(got_a, *v);
-  });
-  auto v = rx.recv();
-  model::check(v.has_value(), "recv reported closed on an open channel");
-  l.take(got_b, *v);
-  other.join();
+  auto const [got_a, got_b] = two_receivers_take_one(rx, l);
   expect_each_of_once({got_a, got_b}, {block_slots - 2, block_slots - 1});
   // Send again, into the next block, and receive it: the channel still works.
   std::vector<int> after;
@@ -108,17 +117,7 @@ void receivers_cross_the_boundary_body() {
     model::check(tx.try_send(l.make(next++)).status == send_status::sent,
                  "unbounded try_send must succeed");
   }
-  std::vector<int> got_a;
-  std::vector<int> got_b;
-  model::thread other([&l, &got_a, rx = rx]() mutable {
-    auto v = rx.recv();
-    model::check(v.has_value(), "recv reported closed on an open channel");
-    l.take(got_a, *v);
-  });
-  auto v = rx.recv();
-  model::check(v.has_value(), "recv reported closed on an open channel");
-  l.take(got_b, *v);
-  other.join();
+  auto const [got_a, got_b] = two_receivers_take_one(rx, l);
   expect_each_of_once({got_a, got_b}, {first, first + 1});
   drain_in_order(rx, l, first + 2, next);
 }
