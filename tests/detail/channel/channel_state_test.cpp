@@ -5,6 +5,7 @@
 // handles number at most the processors.
 #include <spindle/channel.hpp>
 #include <spindle/detail/channel/channel_state.hpp>
+#include <spindle/detail/channel/tuning.hpp>
 #include <spindle/detail/channel/wait_budget.hpp>
 
 #include <gtest/gtest.h>
@@ -57,6 +58,24 @@ TEST(ChannelCounter, MoreHandlesThanCoresStopTheFit) {
   }
   EXPECT_EQ(s->users_fit_cores(), available_cpus() >= 2);
   release_both(s);
+}
+
+TEST(ChannelCounter, OnlyASoleBoundedReceiverPolls) {
+  // Two handles fit wherever there are two processors; a second receiver of the bounded
+  // flavour stops the polls (unless a build asks for shared polls), of the unbounded one not.
+  auto* bounded = new state(state::array_tag{}, 4);
+  auto* unbounded = new state(state::list_tag{});
+  bool const fits_three = available_cpus() >= 3;
+  EXPECT_EQ(bounded->receiver_may_poll(), available_cpus() >= 2);
+  bounded->acquire_receiver();
+  unbounded->acquire_receiver();
+  EXPECT_EQ(bounded->receiver_may_poll(), spindle::detail::channel_tuning::poll_shared && fits_three);
+  EXPECT_EQ(unbounded->receiver_may_poll(), fits_three);
+  state::release_receiver(bounded);
+  state::release_receiver(unbounded);
+  EXPECT_EQ(bounded->receiver_may_poll(), available_cpus() >= 2);
+  release_both(bounded);
+  release_both(unbounded);
 }
 
 TEST(ChannelCounter, BlockedReceiveWorksEitherWay) {

@@ -59,6 +59,7 @@
 #include <spindle/detail/channel/park.hpp>
 #include <spindle/detail/channel/recv_blocking.hpp>
 #include <spindle/detail/channel/spread_layout.hpp>
+#include <spindle/detail/channel/tuning.hpp>
 #include <spindle/detail/channel/wait_budget.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
@@ -132,12 +133,15 @@ class array_channel {
     for (;;) {
       // A full channel gets room only when a receiver runs. Spinning with PAUSE would hold
       // the core that receiver may need (a full channel usually means more busy threads than
-      // cores), so a blocked sender skips the poll phase of its budget and yields at once
-      // (measurements: docs/performance.md, Channels). Most rounds use poll_send, which leaves the
+      // cores), so a blocked sender polls only `wait_budget::send_polls` times (none by
+      // default) and only when the users fit the cores, then yields (measurements:
+      // docs/performance.md, Channels; on 16 cores, polling senders neither won nor lost
+      // clearly, "Channel variants on 16 cores"). Most rounds use poll_send, which leaves the
       // receivers' position alone and waits for room to resume (see the header); the full try_send
       // now and then takes any free slot and also waits out a receiver that is mid-read (which
       // park_on's readiness check cannot tell from "not full", so it would not park).
-      wait_budget budget(options, 0);
+      bool const poll_first = options.spin() && !options.expired();
+      wait_budget budget(options, poll_first ? wait_budget::send_polls : 0);
       do {
         auto const status = budget.full_attempt_due() ? try_send(value) : poll_send(value);
         if (status != send_status::full) {
@@ -183,6 +187,10 @@ class array_channel {
     close();
     drain(*this);
   }
+
+  /// Where the channel counts its sender handles (channel_state), for prefetch_pays; until
+  /// it is set, the flavour counts as having several senders.
+  void watch_sender_count(atomic<std::size_t> const* senders) noexcept { sender_count_ = senders; }
 
   // Select (detail/select/select_loop.hpp): a party that waits on several channels at once
   // registers an entry on each side it waits for, re-checks readiness, and withdraws what it
@@ -244,7 +252,7 @@ class array_channel {
   }
 
  private:
-  static constexpr std::size_t max_resume_room = 512;
+  static constexpr std::size_t max_resume_room = channel_tuning::resume_room;
 
   struct slot {
     // INVARIANT: storage holds a live T exactly when stamp == position + 1 for the position
@@ -292,8 +300,11 @@ class array_channel {
         return claim::closed;
       }
       slot& s = slot_at(tail);
-      // The stamp load is followed by the value and stamp stores: take the line exclusive now.
-      prefetch_for_write(&s);
+      // The stamp load is followed by the value and stamp stores: take the line exclusive
+      // now, when that pays (prefetch_pays).
+      if (prefetch_pays()) {
+        prefetch_for_write(&s);
+      }
       // acquire: pairs with the release stamp store in read(); the previous value of this
       // slot was moved out and destroyed before we may construct a new one in it.
       auto const stamp = s.stamp.load(std::memory_order_acquire);
@@ -420,7 +431,9 @@ class array_channel {
       }
       // Only for a free slot: a waiting sender that took a full slot's line exclusive would
       // take it from the receiver about to read it.
-      prefetch_for_write(&s);
+      if (prefetch_pays()) {
+        prefetch_for_write(&s);
+      }
       // seq_cst: claims the position, as in start_send (the Dekker pair (B) with the
       // receivers' wait list). relaxed on failure: we look again at the fresh position.
       if (tail_.value.compare_exchange_weak(tail, advance(tail), std::memory_order_seq_cst,
@@ -471,6 +484,26 @@ class array_channel {
     return slot_at(ahead).stamp.load(std::memory_order_relaxed) == ahead;
   }
 
+  /// Whether a sender takes the line of the slot it is about to claim exclusive before it
+  /// loads the stamp (channel_tuning::prefetch). By default only a sole sender does: on 16
+  /// cores, where other senders and the receivers spin on the slot lines, the prefetch cost
+  /// 10-20% of the throughput with several senders, and a ping-pong (one sender a channel)
+  /// took 5-20% longer without it, on 16 cores and on 2 (docs/performance.md, "Channel variants
+  /// on 16 cores"). Not under the model checker, where the prefetch is no operation at all and
+  /// the count's load would only add steps.
+  [[nodiscard]] auto prefetch_pays() const noexcept -> bool {
+#if defined(SPINDLE_MODEL_CHECK)
+    return false;
+#else
+    if constexpr (channel_tuning::prefetch == 2) {
+      // relaxed: a snapshot of the handle count for a heuristic; nothing is published.
+      return sender_count_ != nullptr && sender_count_->load(std::memory_order_relaxed) == 1;
+    } else {
+      return channel_tuning::prefetch == 1;
+    }
+#endif
+  }
+
   [[nodiscard]] auto is_empty() const noexcept -> bool {
     // seq_cst: the re-check after registering a receiver (wait_list.hpp (A)).
     auto const head = head_.value.load(std::memory_order_seq_cst);
@@ -498,6 +531,8 @@ class array_channel {
   std::size_t resume_room_;
   spread_layout layout_;
   std::unique_ptr<slot[]> slots_;
+  // The channel's sender handle count (prefetch_pays); set once, before the channel is shared.
+  atomic<std::size_t> const* sender_count_ = nullptr;
   cache_padded<wait_list> senders_;
   cache_padded<wait_list> receivers_;
 };

@@ -24,6 +24,7 @@
 #include <spindle/detail/channel/array_channel.hpp>
 #include <spindle/detail/channel/list_channel.hpp>
 #include <spindle/detail/channel/spsc_channel.hpp>
+#include <spindle/detail/channel/tuning.hpp>
 #include <spindle/detail/channel/wait_budget.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/channel/zero_channel.hpp>
@@ -65,7 +66,9 @@ class channel_state {
 
   /// Throws: as array_channel's constructor.
   channel_state(array_tag /*tag*/, std::size_t capacity)
-      : flavor_(channel_flavor::array), array_(capacity) {}
+      : flavor_(channel_flavor::array), array_(capacity) {
+    array_.watch_sender_count(&senders_);
+  }
   explicit channel_state(list_tag /*tag*/) : flavor_(channel_flavor::list), list_() {}
   explicit channel_state(zero_tag /*tag*/) : flavor_(channel_flavor::zero), zero_() {}
   /// Throws: as spsc_channel's constructor.
@@ -157,7 +160,7 @@ class channel_state {
   /// recv_blocking.hpp for `may_spin`, which this sets).
   auto recv(wait_options options) noexcept -> recv_result<T> {
     options.may_spin = [](void const* self) noexcept {
-      return static_cast<channel_state const*>(self)->users_fit_cores();
+      return static_cast<channel_state const*>(self)->receiver_may_poll();
     };
     options.may_spin_arg = this;
     options.counters = &counters_.value;
@@ -173,8 +176,14 @@ class channel_state {
     return flavor_ == channel_flavor::zero ? send_status::full : try_send(value);
   }
 
-  /// Sends through the flavour, blocking as `options` says (the channel's counters added).
+  /// Sends through the flavour, blocking as `options` says (the channel's counters added, and
+  /// `may_spin` as for recv: a sender that found the channel full polls only when the users fit
+  /// the cores).
   auto send(T& value, wait_options options) noexcept -> send_status {
+    options.may_spin = [](void const* self) noexcept {
+      return static_cast<channel_state const*>(self)->users_fit_cores();
+    };
+    options.may_spin_arg = this;
     options.counters = &counters_.value;
     return visit([&](auto& flavour) { return flavour.send(value, options); });
   }
@@ -225,6 +234,23 @@ class channel_state {
                        // relaxed: as above.
                        receivers_.load(std::memory_order_relaxed);
     return users <= available_cpus();
+  }
+
+  /// Whether a blocked receiver polls before it yields (phase (1) of wait_budget): the users
+  /// fit the cores and, for the bounded flavour, it is the only receiver. Receivers polling
+  /// the same slot each hold a copy of its line, which the sender's write must take back from
+  /// all of them, and then race for the one position it filled; one receiver polls alone.
+  /// On 16 cores the bounded rows with two or four receivers moved 1.3-1.5x more messages
+  /// without the polls, and the ping-pong (one receiver) took 1.46x longer without them
+  /// (docs/performance.md, "Channel variants on 16 cores"). A heuristic, never for correctness.
+  [[nodiscard]] auto receiver_may_poll() const noexcept -> bool {
+    if constexpr (!channel_tuning::poll_shared) {
+      // relaxed: a snapshot for a heuristic, as in users_fit_cores().
+      if (flavor_ == channel_flavor::array && receivers_.load(std::memory_order_relaxed) > 1) {
+        return false;
+      }
+    }
+    return users_fit_cores();
   }
 
   void acquire_sender() noexcept {

@@ -31,6 +31,7 @@
 // at once, the neighbouring slots of a contiguous ring are written by different processors in
 // turn, the case atomic_queue's remapping is for; that side is not measured yet.
 
+#include <spindle/detail/channel/tuning.hpp>
 #include <spindle/detail/sync/available_cpus.hpp>
 #include <spindle/detail/sync/config.hpp>
 
@@ -41,7 +42,7 @@
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// The fewest processors the process must be allowed to use for a new ring to spread.
-inline constexpr std::size_t spread_min_cpus = 3;
+inline constexpr std::size_t spread_min_cpus = channel_tuning::spread_min_cpus;
 
 /// Whether a ring made now should spread its slots (see the file comment): the process may use
 /// at least spread_min_cpus processors.

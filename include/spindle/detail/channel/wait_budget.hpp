@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 // How long a blocked channel operation keeps trying before it parks, and how: `wait_budget`.
-// Whether a waiting receiver polls at all is decided by channel_state::users_fit_cores, from
-// the channel's handle count and detail::available_cpus().
+// Whether a waiting receiver polls at all is decided by channel_state::receiver_may_poll, from
+// the channel's handle counts and detail::available_cpus().
 
+#include <spindle/detail/channel/tuning.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -22,7 +23,9 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 /// longer than its spin budget for the reply), so that both stay slow (measurements:
 /// docs/performance.md, Channels). So a waiter keeps trying for longer than a wake-up takes:
 ///
-///   (1) polls: up to `polls` tries one pause apart (about 2 us in all). A message already in
+///   (1) polls: up to `polls` tries one pause apart (about 2 us in all on the 2-core machine of
+///       docs/performance.md; a PAUSE takes about 140 cycles on recent Intel cores, so 4 us
+///       there; only a sole receiver of a bounded channel polls, channel_state). A message already in
 ///       flight from a running thread lands within a cache-line transfer, and a constant short
 ///       interval sees it at once where an exponential backoff would pause through it. The
 ///       caller may poll a cheap hint here instead of the full operation (recv_blocking).
@@ -35,13 +38,17 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 /// of CPU and then none. Under the model checker each phase is a single step.
 class wait_budget {
  public:
+  // The lengths come from detail/channel/tuning.hpp, where a measuring build may change them.
 #if defined(SPINDLE_MODEL_CHECK)
   static constexpr int default_polls = 1;
+  static constexpr int send_polls = 0;
 #else
-  static constexpr int default_polls = 64;
+  static constexpr int default_polls = channel_tuning::polls;
+  /// Phase (1) of a sender that found the channel full (see array_channel::send).
+  static constexpr int send_polls = channel_tuning::send_polls;
 #endif
-  static constexpr std::chrono::microseconds window{100};
-  static constexpr int full_every = 8;
+  static constexpr std::chrono::microseconds window = channel_tuning::yield_window;
+  static constexpr int full_every = channel_tuning::full_every;
 
   /// `polls`: the length of phase (1). `full_offset`: which round of each `full_every` rounds
   /// after phase (1) makes the full attempt (0: the first one).
@@ -62,8 +69,15 @@ class wait_budget {
   /// requested).
   auto keep_trying() noexcept -> bool {
     if (round_ < polls_) {
+      if constexpr (channel_tuning::exponential) {
+        // 2^round pauses, at most 64: a later try waits longer, as crossbeam's snooze does.
+        for (int i = 0, n = 1 << (round_ < 6 ? round_ : 6); i < n; ++i) {
+          spin_pause();
+        }
+      } else {
+        spin_pause();
+      }
       ++round_;
-      spin_pause();
       return true;
     }
     if (options_->stop_requested()) {

@@ -34,7 +34,7 @@ struct wait_options {
   std::stop_token const* stop = nullptr;
   /// Whether a blocked receive polls before it yields (phase (1) of wait_budget), asked only
   /// once its first look found nothing; null means yes. channel_state::recv points it at
-  /// users_fit_cores().
+  /// receiver_may_poll(), and channel_state::send at users_fit_cores().
   bool (*may_spin)(void const* arg) noexcept = nullptr;
   void const* may_spin_arg = nullptr;
 
