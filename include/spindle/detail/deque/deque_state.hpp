@@ -33,6 +33,17 @@
 //
 // It reports takes from the top in the public `steal_result` (<spindle/deque_result.hpp>),
 // which the handles return as they are.
+//
+// The line layout is a build-time setting, so that one measuring run on a many-core machine
+// can compare both layouts side by side. It is a matter of speed, never of correctness: the
+// protocol and every ordering are the same in both. Every translation unit of a program must
+// see the same value (it shapes an inline class); the installed package uses the default.
+//
+//   SPINDLE_DEQUE_SPLIT_LINES   0 (default): top, bottom and the buffer pointer share one cache
+//                               line (the layout of crossbeam-deque and xenium). 1: bottom on a
+//                               line of its own, apart from top and the buffer pointer, as
+//                               before the two were put together (bottom then shared the
+//                               owner-private line; now that line holds only owner fields).
 
 #include <spindle/deque_result.hpp>
 #include <spindle/detail/deque/deque_buffer.hpp>
@@ -50,6 +61,10 @@
 #include <stdexcept>
 #include <utility>
 #include <vector>
+
+#ifndef SPINDLE_DEQUE_SPLIT_LINES
+#define SPINDLE_DEQUE_SPLIT_LINES 0
+#endif
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
@@ -370,10 +385,16 @@ class deque_state {
   // With them on separate lines the 1 owner + n thieves sweep ran at 0.50-0.59x xenium's
   // deque (which also keeps them together); on one line, 0.94-1.00x (docs/performance.md,
   // "Fork-join fast path"). The owner-private fields stay on a line of their own.
+  // SPINDLE_DEQUE_SPLIT_LINES=1 moves bottom to a line of its own, to compare the layouts.
   struct shared_side {
     detail::atomic<std::int64_t> top{0};
+#if SPINDLE_DEQUE_SPLIT_LINES
+    detail::atomic<deque_buffer<T>*> buffer{nullptr};
+    alignas(detail::cache_line) detail::atomic<std::int64_t> bottom{0};
+#else
     detail::atomic<std::int64_t> bottom{0};
     detail::atomic<deque_buffer<T>*> buffer{nullptr};
+#endif
   };
   struct owner_side {
     deque_buffer<T>* buffer = nullptr;  // the current buffer (owner-private copy)
