@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: BSL-1.0
+//! Coroutine anchors: tokio tasks and `tokio::sync::mpsc` channels in spindle-bench's `coro`
+//! and `select` scenarios, on a multi-threaded runtime of `--threads` workers (default 2, as
+//! spindle-bench's coroutine rows).
+//!
+//! pingpong: two tasks pass a counter back and forth over two channels of capacity 1, `--rounds`
+//! round trips; the time runs inside the pinging task from its first send to its last receive.
+//! Verified when every round trip brought back the value sent.
+//!
+//! fanin: `--tasks` tasks each send `--msgs` messages into one `channel(--capacity)`, one task
+//! receives them all. The time runs from the first spawn to the receiver's end of stream (every
+//! sender dropped), so it includes spawning the senders, as in spindle-bench.
+//!
+//! select: four tasks each send `--msgs` messages into a `channel(--capacity)` of their own and
+//! drop their sender; one task receives with `tokio::select!` over the four until every one is
+//! closed and drained. The time runs from the first spawn to the receiver's end.
+//!
+//! A message is `(sender << 32) | sequence`, sequences counting from 1. The receiver checks
+//! that each sender's sequences arrive in order, one after the other (tokio's mpsc is FIFO per
+//! sender), and the run is verified when every sender's count matches what it sent.
+
+use crate::{complain, mops, report, secs, Options};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+pub fn run(workload: &str, o: &Options) -> bool {
+    let threads = o.count("threads", 2) as usize;
+    match workload {
+        "pingpong" => pingpong(o.count("rounds", 1_000_000), threads),
+        "fanin" => fanin(
+            o.count("tasks", 10_000),
+            o.count("msgs", 100),
+            o.count("capacity", 1024),
+            threads,
+        ),
+        "select" => select(
+            o.count("msgs", 1_000_000),
+            o.count("capacity", 1024),
+            threads,
+        ),
+        _ => return false,
+    }
+    true
+}
+
+fn runtime(threads: usize) -> tokio::runtime::Runtime {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .build()
+        .expect("a tokio runtime");
+    rt.block_on(async {}); // the runtime is up before the clock starts
+    rt
+}
+
+/// What the receiver saw: per sender, the last sequence and the count.
+struct InOrder {
+    last: Vec<u64>,
+    right: bool,
+}
+
+impl InOrder {
+    fn new(senders: u64) -> InOrder {
+        InOrder {
+            last: vec![0; senders as usize],
+            right: true,
+        }
+    }
+
+    fn see(&mut self, v: u64) {
+        let p = (v >> 32) as usize;
+        let seq = v & 0xffff_ffff;
+        match self.last.get_mut(p) {
+            Some(last) if seq == *last + 1 => *last = seq,
+            _ => self.right = false,
+        }
+    }
+
+    /// Whether every sender's `per_sender` messages arrived, each once and in order.
+    fn complete(&self, per_sender: u64) -> bool {
+        self.right && self.last.iter().all(|&l| l == per_sender)
+    }
+}
+
+/// One select branch's result: a message to check, or the end of that channel.
+fn deliver(seen: &mut InOrder, open: &mut bool, v: Option<u64>) {
+    match v {
+        Some(v) => seen.see(v),
+        None => *open = false,
+    }
+}
+
+fn check_per_sender(senders: u64, per_sender: u64) {
+    if per_sender >= 1 << 32 || senders >= 1 << 31 {
+        crate::usage("--msgs must stay below 2^32");
+    }
+}
+
+fn pingpong(rounds: u64, threads: usize) {
+    let rt = runtime(threads);
+    let (elapsed, ok) = rt.block_on(async move {
+        let (there_tx, mut there_rx) = mpsc::channel::<u64>(1);
+        let (back_tx, mut back_rx) = mpsc::channel::<u64>(1);
+        let echo = tokio::spawn(async move {
+            let mut echoed = 0u64;
+            while let Some(v) = there_rx.recv().await {
+                if back_tx.send(v).await.is_err() {
+                    break;
+                }
+                echoed += 1;
+            }
+            echoed
+        });
+        let ping = tokio::spawn(async move {
+            let t0 = Instant::now();
+            let mut right = true;
+            for i in 1..=rounds {
+                if there_tx.send(i).await.is_err() || back_rx.recv().await != Some(i) {
+                    right = false;
+                    break;
+                }
+            }
+            (t0.elapsed(), right)
+        });
+        let (elapsed, right) = ping.await.expect("ping task");
+        let echoed = echo.await.expect("echo task");
+        (elapsed, right && echoed == rounds)
+    });
+    if !ok {
+        complain("ping-pong lost, duplicated or reordered a message");
+    }
+    let s = elapsed.as_secs_f64();
+    report(
+        &[
+            ("name", "tokio".to_string()),
+            ("workload", "coro-pingpong".to_string()),
+            ("rounds", rounds.to_string()),
+            ("threads", threads.to_string()),
+            ("secs", secs(s)),
+            ("ns_per_rtt", format!("{:.1}", s * 1e9 / rounds as f64)),
+        ],
+        ok,
+    );
+}
+
+fn fanin(tasks: u64, per_task: u64, capacity: u64, threads: usize) {
+    check_per_sender(tasks, per_task);
+    let rt = runtime(threads);
+    let (elapsed, ok) = rt.block_on(async move {
+        let t0 = Instant::now();
+        let (tx, mut rx) = mpsc::channel::<u64>(capacity as usize);
+        let receiver = tokio::spawn(async move {
+            let mut seen = InOrder::new(tasks);
+            while let Some(v) = rx.recv().await {
+                seen.see(v);
+            }
+            (t0.elapsed(), seen.complete(per_task))
+        });
+        for t in 0..tasks {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                for seq in 1..=per_task {
+                    tx.send((t << 32) | seq)
+                        .await
+                        .expect("the receiver is alive");
+                }
+            });
+        }
+        drop(tx); // the channel closes when the last sender task is done
+        receiver.await.expect("receiver task")
+    });
+    if !ok {
+        complain("a message was lost, duplicated or reordered");
+    }
+    let s = elapsed.as_secs_f64();
+    report(
+        &[
+            ("name", "tokio".to_string()),
+            ("workload", "coro-fanin".to_string()),
+            ("tasks", tasks.to_string()),
+            ("per_task", per_task.to_string()),
+            ("capacity", capacity.to_string()),
+            ("threads", threads.to_string()),
+            ("secs", secs(s)),
+            ("mops", mops(tasks * per_task, s)),
+        ],
+        ok,
+    );
+}
+
+fn select(per_sender: u64, capacity: u64, threads: usize) {
+    const SENDERS: u64 = 4;
+    check_per_sender(SENDERS, per_sender);
+    let rt = runtime(threads);
+    let (elapsed, ok) = rt.block_on(async move {
+        let t0 = Instant::now();
+        let mut receivers = Vec::new();
+        for p in 0..SENDERS {
+            let (tx, rx) = mpsc::channel::<u64>(capacity as usize);
+            receivers.push(rx);
+            tokio::spawn(async move {
+                for seq in 1..=per_sender {
+                    tx.send((p << 32) | seq)
+                        .await
+                        .expect("the receiver is alive");
+                }
+            });
+        }
+        let mut rx3 = receivers.pop().expect("four channels");
+        let mut rx2 = receivers.pop().expect("four channels");
+        let mut rx1 = receivers.pop().expect("four channels");
+        let mut rx0 = receivers.pop().expect("four channels");
+        let receiver = tokio::spawn(async move {
+            let mut seen = InOrder::new(SENDERS);
+            let mut open = [true; 4];
+            // A closed channel's branch is disabled by its precondition, as a nil channel
+            // leaves a Go select; the loop ends when all four are closed and drained.
+            while open.iter().any(|&o| o) {
+                tokio::select! {
+                    v = rx0.recv(), if open[0] => deliver(&mut seen, &mut open[0], v),
+                    v = rx1.recv(), if open[1] => deliver(&mut seen, &mut open[1], v),
+                    v = rx2.recv(), if open[2] => deliver(&mut seen, &mut open[2], v),
+                    v = rx3.recv(), if open[3] => deliver(&mut seen, &mut open[3], v),
+                }
+            }
+            (t0.elapsed(), seen.complete(per_sender))
+        });
+        receiver.await.expect("receiver task")
+    });
+    if !ok {
+        complain("a message was lost, duplicated or reordered");
+    }
+    let s = elapsed.as_secs_f64();
+    report(
+        &[
+            ("name", "tokio".to_string()),
+            ("workload", "coro-select".to_string()),
+            ("senders", SENDERS.to_string()),
+            ("per_sender", per_sender.to_string()),
+            ("capacity", capacity.to_string()),
+            ("threads", threads.to_string()),
+            ("secs", secs(s)),
+            ("mops", mops(SENDERS * per_sender, s)),
+        ],
+        ok,
+    );
+}
