@@ -44,7 +44,7 @@ class options {
   std::map<std::string, std::string> values_;
 };
 
-/// Median, minimum and maximum of a sample.
+/// Median, minimum and maximum of a sample, its NaNs (failed runs) left out.
 struct summary {
   double median = 0;
   double min = 0;
@@ -53,7 +53,9 @@ struct summary {
 
 auto summarize(std::vector<double> sample) -> summary;
 
-/// One row per implementation; `higher_is_better` decides how ratios read.
+/// One row per implementation; `higher_is_better` decides how ratios read. A NaN in `sample`
+/// is a run that failed without stopping the benchmark (an anchor process, anchors.hpp):
+/// summarize() leaves it out and print_table() counts it in the note.
 struct row {
   std::string name;
   std::string note;  // e.g. "spin-then-yield receive (no blocking receive)"

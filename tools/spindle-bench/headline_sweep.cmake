@@ -45,3 +45,24 @@ add_test(NAME spindle_bench_sweep_smoke
          COMMAND spindle-bench sweep --scenario all --threads 1,3 --runs 1 --messages 20000
                  --fib 15 --tasks 2000 --elements 100000 --items 20000)
 set_tests_properties(spindle_bench_sweep_smoke PROPERTIES LABELS "smoke")
+
+# The anchors' smoke run (label "smoke"), where this build makes them: one short sweep in which
+# each library of bench/anchors has a row, checked by check_anchor_rows.cmake to have a figure
+# and no failed run (spindle-bench counts a failed anchor run instead of stopping). Seconds: a
+# dozen anchor processes at one thread count.
+set(spindle_bench_anchor_rows "")
+if(spindle_bench_anchor_rust)
+  list(APPEND spindle_bench_anchor_rows "crossbeam-channel" "crossbeam-deque" "rayon spawn"
+       "tokio spawn")
+endif()
+if(spindle_bench_anchor_go)
+  list(APPEND spindle_bench_anchor_rows "Go channel" "Go goroutines")
+endif()
+if(spindle_bench_anchor_rows)
+  add_test(NAME spindle_bench_anchors_smoke
+           COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:spindle-bench>
+                   "-DARGS=sweep;--scenario;channel,deque,spawn;--threads;2;--runs;1;--messages;20000;--items;20000;--tasks;2000"
+                   "-DROWS=${spindle_bench_anchor_rows}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_anchor_rows.cmake)
+  set_tests_properties(spindle_bench_anchors_smoke PROPERTIES LABELS "smoke" TIMEOUT 120)
+endif()

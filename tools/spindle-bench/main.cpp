@@ -4,6 +4,7 @@
 
 #include "bench_common.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -63,6 +64,7 @@ auto options::flag(std::string const& key) const -> bool {
 }
 
 auto summarize(std::vector<double> sample) -> summary {
+  std::erase_if(sample, [](double v) { return std::isnan(v); });  // failed runs
   if (sample.empty()) {
     return {};
   }
@@ -80,6 +82,20 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
       ref = summarize(r.sample).median;
     }
   }
+  // A NaN in a sample is a run that failed (an anchor process, anchors.hpp): the figures leave
+  // it out, and the note says how many there were.
+  auto failed_runs = [](row const& r) {
+    return static_cast<std::size_t>(
+        std::count_if(r.sample.begin(), r.sample.end(), [](double v) { return std::isnan(v); }));
+  };
+  auto note = [&failed_runs](row const& r) {
+    auto const failed = failed_runs(r);
+    if (failed == 0) {
+      return r.note;
+    }
+    return r.note + (r.note.empty() ? "" : "; ") + "FAILED in " + std::to_string(failed) + " of " +
+           std::to_string(r.sample.size()) + " runs (stderr says why)";
+  };
   if (json) {
     std::printf("{\"scenario\": \"%s\", \"unit\": \"%s\", \"rows\": [", title.c_str(),
                 unit.c_str());
@@ -88,8 +104,8 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
       std::printf(
           "%s{\"name\": \"%s\", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g, "
           "\"runs\": %zu, \"note\": \"%s\"}",
-          i == 0 ? "" : ", ", rows[i].name.c_str(), s.median, s.min, s.max, rows[i].sample.size(),
-          rows[i].note.c_str());
+          i == 0 ? "" : ", ", rows[i].name.c_str(), s.median, s.min, s.max,
+          rows[i].sample.size() - failed_runs(rows[i]), note(rows[i]).c_str());
     }
     std::printf("]}\n");
     return;
@@ -99,6 +115,10 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
               unit.c_str());
   std::printf("|---|---:|---:|---:|---:|---|\n");
   for (auto const& r : rows) {
+    if (failed_runs(r) == r.sample.size()) {
+      std::printf("| %s | - | - | - | - | %s |\n", r.name.c_str(), note(r).c_str());
+      continue;
+    }
     auto s = summarize(r.sample);
     // Advantage: how many times better spindle's median is than this row's (>1: spindle wins).
     double adv = 0;
@@ -106,7 +126,7 @@ void print_table(std::string const& title, std::string const& unit, bool higher_
       adv = higher_is_better ? ref / s.median : s.median / ref;
     }
     std::printf("| %s | %.3f | %.3f | %.3f | %.2fx | %s |\n", r.name.c_str(), s.median, s.min,
-                s.max, adv, r.note.c_str());
+                s.max, adv, note(r).c_str());
   }
   std::printf("\n");
   std::fflush(stdout);

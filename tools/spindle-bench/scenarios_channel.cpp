@@ -28,6 +28,12 @@
 // not land on one row. The table shows median, min and max over the runs and spindle's
 // advantage over each row.
 //
+// Anchors. Where bench/anchors built them (or SPINDLE_ANCHORS_DIR holds them; anchors.hpp),
+// crossbeam-channel (anchor-rust, --only crossbeam) and Go channels (anchor-go, --only go) run
+// the throughput and ping-pong scenarios in the same interleaving, a process of their own per
+// run that checks its own messages the same way. They report no CPU time and have no idle
+// scenario, so they have no rows in those tables.
+//
 // Exactly once. A message is (producer << 32) | sequence, sequences counting from 1. Each
 // consumer counts, sums and xors what it receives per producer and, for queues that keep
 // per-producer FIFO order (all but moodycamel and atomic_queue), checks that each producer's
@@ -38,10 +44,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <ctime>
 #include <functional>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <span>
 #include <sstream>
@@ -52,6 +60,7 @@
 #include <utility>
 #include <vector>
 
+#include "anchors.hpp"
 #include "bench_common.hpp"
 #include "channel_peers.hpp"
 #include "channel_scenarios.hpp"
@@ -247,14 +256,73 @@ auto fitting(std::vector<impl> impls, int producers, int consumers) -> std::vect
   return impls;
 }
 
-auto all_impls() -> std::vector<impl> {
+/// The Rust and Go anchors (anchors.hpp) where they are found: `anchor-rust chan`
+/// (crossbeam-channel) and `anchor-go chan` (Go channels), a process of their own for every run.
+/// They take the messages in all where the workload counts them per producer, report no CPU
+/// time (so they have no row in the CPU table) and have no idle scenario.
+auto anchor_impls() -> std::vector<impl> {
   std::vector<impl> v;
-  for_each_channel_impl([&v]<class Q>() { v.push_back(make_impl<Q>()); });
+  // `queue` names the channel up to its capacity: "bounded(" for bounded(K).
+  auto add = [&v](anchors::program p, std::string key, std::string name, std::string about,
+                  std::string queue) {
+    if (!anchors::available(p)) {
+      return;
+    }
+    auto note = [about, queue](std::size_t capacity) {
+      return about + "; " + queue + std::to_string(capacity) + ")" +
+             (capacity == 0 ? ", rendezvous" : "") +
+             ", blocking send/recv; close by the last producer";
+    };
+    auto throughput = [p](workload const& w) -> throughput_sample {
+      auto const total = static_cast<u64>(w.producers) * w.messages;
+      return {anchors::rate(p,
+                            {"chan", "mpmc", "--producers", std::to_string(w.producers),
+                             "--consumers", std::to_string(w.consumers), "--messages",
+                             std::to_string(total), "--capacity", std::to_string(w.capacity)},
+                            static_cast<double>(total)),
+              std::numeric_limits<double>::quiet_NaN()};
+    };
+    auto pingpong = [p](u64 rounds) {
+      return anchors::figure(p, {"chan", "pingpong", "--rounds", std::to_string(rounds)},
+                             "ns_per_rtt");
+    };
+    v.push_back({std::move(key), std::move(name), note, throughput, pingpong, nullptr, false});
+  };
+  add(anchors::program::rust, "crossbeam", "crossbeam-channel",
+      anchors::describe(anchors::program::rust, "crossbeam-channel"), "bounded(");
+  add(anchors::program::go, "go", "Go channel",
+      anchors::describe(anchors::program::go, "") + ", GOMAXPROCS = every CPU",
+      "make(chan uint64, ");
   return v;
 }
 
+auto all_impls() -> std::vector<impl> {
+  std::vector<impl> v;
+  for_each_channel_impl([&v]<class Q>() { v.push_back(make_impl<Q>()); });
+  for (auto& a : anchor_impls()) {
+    v.push_back(std::move(a));
+  }
+  return v;
+}
+
+/// --only: as keep_only, except that naming an anchor that is not found here is no error: its
+/// rows are absent, as they are without --only (a script may name them on every machine).
 auto select_impls(std::string const& only) -> std::vector<impl> {
-  return keep_only(all_impls(), only);
+  auto all = all_impls();
+  std::string kept;
+  std::stringstream keys(only);
+  for (std::string k; std::getline(keys, k, ',');) {
+    bool const absent_anchor =
+        (k == "crossbeam" || k == "go") &&
+        std::none_of(all.begin(), all.end(), [&k](impl const& i) { return i.key == k; });
+    if (!absent_anchor) {
+      kept += (kept.empty() ? "" : ",") + k;
+    }
+  }
+  if (!only.empty() && kept.empty()) {
+    return {};
+  }
+  return keep_only(std::move(all), kept);
 }
 
 /// Runs `measure` on every implementation `runs` times, interleaved and rotated.
@@ -299,9 +367,12 @@ void throughput_scenario(std::string const& label, workload const& w, settings c
         << " consumers, " << w.messages << " u64 per producer, capacity " << w.capacity << ", "
         << s.runs << " interleaved runs";
   print_table(title.str(), "M msg/s", true, rows, reference_name(), s.json);
-  auto cpu_rows = rows;
-  for (std::size_t k = 0; k < cpu_rows.size(); ++k) {
-    cpu_rows[k].sample = cpu[k];
+  // The anchors measure no CPU time: their figures are all NaN, and their rows are left out.
+  std::vector<row> cpu_rows;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (!std::all_of(cpu[k].begin(), cpu[k].end(), [](double v) { return std::isnan(v); })) {
+      cpu_rows.push_back({rows[k].name, rows[k].note, cpu[k]});
+    }
   }
   print_table(title.str() + ", CPU per message (all threads)", "CPU ns/msg", false, cpu_rows,
               reference_name(), s.json);
@@ -318,6 +389,7 @@ void pingpong_scenario(u64 rounds, settings const& s) {
 
 void idle_scenario(int runs, settings const& s) {
   auto impls = select_impls(s.only);
+  std::erase_if(impls, [](impl const& i) { return !i.idle; });  // the anchors have none
   auto rows = interleave(impls, runs, 1, [&](impl const& i) { return i.idle(s.idle); });
   std::ostringstream title;
   title << "channel idle: CPU time of a receiver waiting " << s.idle.count()

@@ -20,10 +20,12 @@
 //                  the resident set (/proc/self/statm) and of the heap in use (mallinfo2),
 //                  divided by the count (lower is better; the target is 512 B at most).
 //
-// Anchors. Figures for Go (goroutines and channels) and tokio (tasks and tokio::sync::mpsc)
-// on the same workloads were measured elsewhere, on another machine; the project depends on
-// neither, so they are printed as rows marked "anchor (not run)", and only to place spindle's
-// figures. The memory anchor is the 2 KiB stack a goroutine starts with.
+// Anchors. tokio (tasks and tokio::sync::mpsc, a runtime of 2 workers) and Go (goroutines and
+// channels, GOMAXPROCS 2) run the ping-pong and fan-in workloads in the same interleaving, a
+// process of their own per run (anchor-rust coro and anchor-go coro, bench/anchors; found as
+// anchors.hpp says). Where one is not found, the figure measured elsewhere, on another machine,
+// stands in for it as a row marked "anchor (not run)", only to place spindle's figures. The
+// memory anchor is the 2 KiB stack a goroutine starts with.
 //
 // Rows run interleaved: run r runs every row once, starting at a different row each run. The
 // table shows median, min and max over the runs. Every run checks what arrived (count, sum and
@@ -54,6 +56,7 @@
 #include <utility>
 #include <vector>
 
+#include "anchors.hpp"
 #include "bench_common.hpp"
 
 namespace spindle_bench::coro {
@@ -93,6 +96,40 @@ auto anchor(std::string name, double value) -> row {
   return {std::move(name) + " (anchor, not run)",
           "measured elsewhere, not on this machine; the project depends on neither Go nor tokio",
           {value}};
+}
+
+/// Which anchors run live in a scenario.
+struct live_anchors {
+  bool tokio = false;
+  bool go = false;
+};
+
+/// Appends to `m` the rows of `anchor-rust coro <workload>` (tokio) and `anchor-go coro
+/// <workload>` where they are found, each run with `args` and --threads 2; `figure` turns a run
+/// into the row's figure, and `shape` is what the notes add to the program's name.
+auto add_anchors(std::vector<measured>& m, std::string const& workload,
+                 std::vector<std::string> const& args,
+                 std::function<double(anchors::program, std::vector<std::string> const&)> figure,
+                 std::string const& tokio_shape, std::string const& go_shape) -> live_anchors {
+  using anchors::program;
+  live_anchors live;
+  auto add = [&](program p, std::string name, std::string note) {
+    std::vector<std::string> full{"coro", workload};
+    full.insert(full.end(), args.begin(), args.end());
+    full.insert(full.end(), {"--threads", "2"});
+    m.push_back(
+        {{std::move(name), std::move(note), {}}, [p, full, figure] { return figure(p, full); }});
+  };
+  if (anchors::available(program::rust)) {
+    add(program::rust, "tokio tasks",
+        anchors::describe(program::rust, "tokio") + "; " + tokio_shape);
+    live.tokio = true;
+  }
+  if (anchors::available(program::go)) {
+    add(program::go, "Go goroutines", anchors::describe(program::go, "") + "; " + go_shape);
+    live.go = true;
+  }
+  return live;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,9 +267,20 @@ void pingpong_scenario(u64 rounds, int runs, bool json) {
                [rounds] { return pingpong_coroutines<true>(2, rounds); }});
   m.push_back({{"spindle threads, blocking send/recv", "baseline: two std::threads", {}},
                [rounds] { return pingpong_threads(rounds); }});
+  auto const live = add_anchors(
+      m, "pingpong", {"--rounds", std::to_string(rounds)},
+      [](anchors::program p, std::vector<std::string> const& args) {
+        return anchors::figure(p, args, "ns_per_rtt");
+      },
+      "two tasks, two mpsc::channel(1), a runtime of 2 workers",
+      "two goroutines, two channels of capacity 1, GOMAXPROCS 2");
   auto rows = interleave(std::move(m), runs);
-  rows.push_back(anchor("Go goroutines", 435));
-  rows.push_back(anchor("tokio tasks", 360));
+  if (!live.go) {
+    rows.push_back(anchor("Go goroutines", 435));
+  }
+  if (!live.tokio) {
+    rows.push_back(anchor("tokio tasks", 360));
+  }
   std::ostringstream title;
   title << "coro C1 ping-pong: " << rounds << " round trips over two capacity-1 channels, " << runs
         << " interleaved runs";
@@ -319,9 +367,25 @@ void fanin_scenario(u64 senders, u64 per_sender, int runs, bool json) {
                 "async_send/async_recv; includes spawning the senders",
                 {}},
                [=] { return fanin_run(senders, per_sender); }});
+  auto const live = add_anchors(
+      m, "fanin",
+      {"--tasks", std::to_string(senders), "--msgs", std::to_string(per_sender), "--capacity",
+       "1024"},
+      [total = static_cast<double>(senders * per_sender)](anchors::program p,
+                                                          std::vector<std::string> const& args) {
+        return anchors::rate(p, args, total);
+      },
+      "as many tasks into one mpsc::channel(1024), a runtime of 2 workers; includes spawning "
+      "the senders",
+      "as many goroutines into one channel of capacity 1024, GOMAXPROCS 2; includes starting "
+      "the senders");
   auto rows = interleave(std::move(m), runs);
-  rows.push_back(anchor("Go goroutines", 8.5));
-  rows.push_back(anchor("tokio tasks", 3.8));
+  if (!live.go) {
+    rows.push_back(anchor("Go goroutines", 8.5));
+  }
+  if (!live.tokio) {
+    rows.push_back(anchor("tokio tasks", 3.8));
+  }
   std::ostringstream title;
   title << "coro C2 fan-in: " << senders << " coroutines x " << per_sender
         << " messages into one bounded(1024) channel, one receiving coroutine, " << runs << " runs";

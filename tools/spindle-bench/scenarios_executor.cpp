@@ -18,9 +18,14 @@
 // Every scenario checks its result (fib value, task count, element checksum) and fails loudly
 // when it is wrong.
 //
+// Anchors (anchors.hpp), where found, a process of their own per run with --workers threads:
+// rayon (fib, spawn, for), tokio (spawn) and Go (fib, spawn). tokio has no fib or for row and
+// Go no for row (bench/anchors/README.md says why).
+//
 // executor_sweep_impls (sweep.hpp) hands the fib, spawn and for workloads to `spindle-bench
-// sweep`, built for a given worker count.
+// sweep`, built for a given worker count, the anchors among them.
 
+#include "anchors.hpp"
 #include "bench/support/executor_workloads.hpp"
 #include "bench_common.hpp"
 #include "sweep.hpp"
@@ -61,6 +66,70 @@ using spindle_bench::fib_omp;
 
 using spindle_bench::check;
 using spindle_bench::time_ms;
+using spindle_bench::anchors::program;
+
+// ---- the Rust and Go anchors (anchors.hpp): one process per run, with `workers` threads ----
+
+/// What the anchor rows say of their workloads, shared by the tables and the sweep.
+namespace anchor_notes {
+
+auto rayon_fib() -> std::string {
+  return spindle_bench::anchors::describe(program::rust, "rayon") +
+         "; rayon::join at every call, in ThreadPool::install";
+}
+
+auto go_fib() -> std::string {
+  return spindle_bench::anchors::describe(program::go, "") +
+         "; a goroutine for one half at every call, joined through a channel; GOMAXPROCS = "
+         "workers";
+}
+
+auto rayon_for() -> std::string {
+  return spindle_bench::anchors::describe(program::rust, "rayon") + "; par_iter_mut, the same body";
+}
+
+auto rayon_spawn() -> std::string {
+  return spindle_bench::anchors::describe(program::rust, "rayon") +
+         "; ThreadPool::spawn from outside the pool, count down a shared counter";
+}
+
+auto tokio_spawn() -> std::string {
+  return spindle_bench::anchors::describe(program::rust, "tokio") +
+         "; Runtime::spawn from outside the runtime, count down a shared counter";
+}
+
+auto go_spawn() -> std::string {
+  return spindle_bench::anchors::describe(program::go, "") +
+         "; a goroutine per task, sync.WaitGroup; GOMAXPROCS = workers";
+}
+
+}  // namespace anchor_notes
+
+/// Milliseconds of fib(n) (`exec fib`) or of the parallel loop over `elements` (`exec pfor`),
+/// or million tasks per second of `exec spawn` (with --runtime unless empty), all from the secs
+/// of one run of `p` with `workers` threads; NaN when the run failed.
+auto anchor_fib_ms(program p, int n, std::size_t workers) -> double {
+  return spindle_bench::anchors::figure(
+      p, {"exec", "fib", "--n", std::to_string(n), "--threads", std::to_string(workers)}, "secs",
+      1e3);
+}
+
+auto anchor_for_ms(std::size_t elements, std::size_t workers) -> double {
+  return spindle_bench::anchors::figure(
+      program::rust,
+      {"exec", "pfor", "--n", std::to_string(elements), "--threads", std::to_string(workers)},
+      "secs", 1e3);
+}
+
+auto anchor_spawn_mtasks(program p, std::string const& runtime, std::size_t tasks,
+                         std::size_t workers) -> double {
+  std::vector<std::string> args{
+      "exec", "spawn", "--tasks", std::to_string(tasks), "--threads", std::to_string(workers)};
+  if (!runtime.empty()) {
+    args.insert(args.end(), {"--runtime", runtime});
+  }
+  return spindle_bench::anchors::rate(p, args, static_cast<double>(tasks));
+}
 
 // ---- spawn: one outside thread submits `tasks` empty tasks and waits for all of them; each
 // returns the milliseconds it took and checks that every task ran ----
@@ -268,7 +337,13 @@ auto run_executor(std::span<char const* const> args) -> int {
   row f_serial{"serial", "the floor", {}};
   row f_tbb{"oneTBB task_group", "fork at every call", {}};
   row f_omp{"OpenMP task", "fork at every call (at most 3 runs)", {}};
+  row f_rayon{"rayon join", anchor_notes::rayon_fib(), {}};
+  row f_go{"Go goroutines", anchor_notes::go_fib(), {}};
   int const fib_runs = want("fib") ? runs : 0;
+  // The anchors, where found; asked only when a scenario that has them runs.
+  bool const rust = (want("fib") || want("spawn") || want("for")) &&
+                    spindle_bench::anchors::available(program::rust);
+  bool const go = (want("fib") || want("spawn")) && spindle_bench::anchors::available(program::go);
   int const for_runs = want("for") ? runs : 0;
   // join and parallel_for again on an executor with private joins (executor_options.hpp).
   std::optional<spindle::executor> ex_private;
@@ -311,6 +386,12 @@ auto run_executor(std::span<char const* const> args) -> int {
       check(v == fib_expected, "omp fib");
     }
 #endif
+    if (rust) {
+      f_rayon.sample.push_back(anchor_fib_ms(program::rust, fib_n, workers));
+    }
+    if (go) {
+      f_go.sample.push_back(anchor_fib_ms(program::go, fib_n, workers));
+    }
   }
   std::vector<row> fib_rows{f_join, f_private};
   if (ex_fair) {
@@ -324,6 +405,12 @@ auto run_executor(std::span<char const* const> args) -> int {
   if (!f_omp.sample.empty()) {
     fib_rows.push_back(f_omp);
   }
+  if (rust) {
+    fib_rows.push_back(f_rayon);
+  }
+  if (go) {
+    fib_rows.push_back(f_go);
+  }
   if (fib_runs > 0) {
     spindle_bench::print_table(
         "executor: fib(" + std::to_string(fib_n) + ") with " + std::to_string(workers) + " workers",
@@ -336,6 +423,9 @@ auto run_executor(std::span<char const* const> args) -> int {
   row s_spawn{"spindle spawn+join", "one join_handle per task, joined in order", {}};
   row s_tbb{"oneTBB task_group run", "run + wait, from outside the arena", {}};
   row s_tbb_enq{"oneTBB arena enqueue", "count down a latch per task", {}};
+  row s_rayon{"rayon spawn", anchor_notes::rayon_spawn(), {}};
+  row s_tokio{"tokio spawn", anchor_notes::tokio_spawn(), {}};
+  row s_go{"Go goroutines", anchor_notes::go_spawn(), {}};
   auto const per_s = [&](double ms) { return static_cast<double>(tasks) / ms / 1e3; };
   int const spawn_runs = want("spawn") ? runs : 0;
   for (int r = 0; r < spawn_runs; ++r) {
@@ -346,12 +436,26 @@ auto run_executor(std::span<char const* const> args) -> int {
     s_tbb.sample.push_back(per_s(spawn_tbb_group(tasks)));
     s_tbb_enq.sample.push_back(per_s(spawn_tbb_enqueue(arena, tasks)));
 #endif
+    if (rust) {
+      s_rayon.sample.push_back(anchor_spawn_mtasks(program::rust, "rayon", tasks, workers));
+      s_tokio.sample.push_back(anchor_spawn_mtasks(program::rust, "tokio", tasks, workers));
+    }
+    if (go) {
+      s_go.sample.push_back(anchor_spawn_mtasks(program::go, "", tasks, workers));
+    }
   }
   std::vector<row> spawn_rows{s_post, s_group, s_spawn};
 #if defined(SPINDLE_HAVE_TBB)
   spawn_rows.push_back(s_tbb);
   spawn_rows.push_back(s_tbb_enq);
 #endif
+  if (rust) {
+    spawn_rows.push_back(s_rayon);
+    spawn_rows.push_back(s_tokio);
+  }
+  if (go) {
+    spawn_rows.push_back(s_go);
+  }
   if (spawn_runs > 0) {
     spindle_bench::print_table(
         "executor: " + std::to_string(tasks) + " empty tasks from one outside thread", "M tasks/s",
@@ -368,6 +472,7 @@ auto run_executor(std::span<char const* const> args) -> int {
   row p_serial{"serial", "the same loop", {}};
   row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
   row p_omp{"OpenMP parallel for", "schedule(static)", {}};
+  row p_rayon{"rayon par_iter_mut", anchor_notes::rayon_for(), {}};
   for (int r = 0; r < for_runs; ++r) {
     p_serial.sample.push_back(for_serial(data));
     p_spindle.sample.push_back(for_spindle(ex, data));
@@ -379,6 +484,9 @@ auto run_executor(std::span<char const* const> args) -> int {
 #if defined(SPINDLE_HAVE_OPENMP)
     p_omp.sample.push_back(for_omp(threads, data));
 #endif
+    if (rust) {
+      p_rayon.sample.push_back(anchor_for_ms(elems, workers));
+    }
   }
   ex_private.reset();
   std::vector<row> for_rows{p_spindle, p_private, p_spindle_g, p_serial};
@@ -388,6 +496,9 @@ auto run_executor(std::span<char const* const> args) -> int {
 #if defined(SPINDLE_HAVE_OPENMP)
   for_rows.push_back(p_omp);
 #endif
+  if (rust) {
+    for_rows.push_back(p_rayon);
+  }
   if (for_runs > 0) {
     spindle_bench::print_table("executor: parallel_for over " + std::to_string(elems) + " elements",
                                "ms", false, for_rows, "spindle parallel_for", json);
@@ -398,7 +509,8 @@ auto run_executor(std::span<char const* const> args) -> int {
 
 spindle_bench::registrar const executor_cmd{
     {"executor",
-     "work-stealing executor vs oneTBB and OpenMP: fib(30), 1M spawns, parallel_for, idle CPU "
+     "work-stealing executor vs oneTBB, OpenMP, rayon, tokio and Go: fib(30), 1M spawns, "
+     "parallel_for, idle CPU "
      "[--runs R] [--json] [--workers N] [--quick] [--only idle,fib,spawn,for]",
      run_executor}};
 
@@ -480,6 +592,14 @@ auto executor_sweep_impls(std::string_view scenario, std::size_t workers,
           return ms;
         });
 #endif
+    if (anchors::available(program::rust)) {
+      impls.push_back({"rayon join", anchor_notes::rayon_fib(), sweep_family::peer,
+                       [n, workers] { return anchor_fib_ms(program::rust, n, workers); }, false});
+    }
+    if (anchors::available(program::go)) {
+      impls.push_back({"Go goroutines", anchor_notes::go_fib(), sweep_family::peer,
+                       [n, workers] { return anchor_fib_ms(program::go, n, workers); }, false});
+    }
     add("serial", "the floor, one thread", sweep_family::baseline, [n, expected] {
       std::uint64_t v = 0;
       double const ms = time_ms([&] { v = fib_serial(n); });
@@ -499,6 +619,22 @@ auto executor_sweep_impls(std::string_view scenario, std::size_t workers,
     add("oneTBB arena enqueue", "count down a latch per task", sweep_family::peer,
         [ctx, tasks, per_s] { return per_s(spawn_tbb_enqueue(ctx->arena, tasks)); });
 #endif
+    if (anchors::available(program::rust)) {
+      impls.push_back(
+          {"rayon spawn", anchor_notes::rayon_spawn(), sweep_family::peer,
+           [tasks, workers] { return anchor_spawn_mtasks(program::rust, "rayon", tasks, workers); },
+           false});
+      impls.push_back(
+          {"tokio spawn", anchor_notes::tokio_spawn(), sweep_family::peer,
+           [tasks, workers] { return anchor_spawn_mtasks(program::rust, "tokio", tasks, workers); },
+           false});
+    }
+    if (anchors::available(program::go)) {
+      impls.push_back(
+          {"Go goroutines", anchor_notes::go_spawn(), sweep_family::peer,
+           [tasks, workers] { return anchor_spawn_mtasks(program::go, "", tasks, workers); },
+           false});
+    }
   } else if (scenario == "for") {
     add("spindle parallel_for", "grain 1, adaptive splitting", sweep_family::spindle,
         [ctx] { return for_spindle(ctx->ex, ctx->data); });
@@ -510,6 +646,11 @@ auto executor_sweep_impls(std::string_view scenario, std::size_t workers,
     add("OpenMP parallel for", "schedule(static)", sweep_family::peer,
         [ctx] { return for_omp(ctx->threads, ctx->data); });
 #endif
+    if (anchors::available(program::rust)) {
+      auto const elements = sizes.elements;
+      impls.push_back({"rayon par_iter_mut", anchor_notes::rayon_for(), sweep_family::peer,
+                       [elements, workers] { return anchor_for_ms(elements, workers); }, false});
+    }
     add("serial", "the same loop, one thread", sweep_family::baseline,
         [ctx] { return for_serial(ctx->data); });
   } else {

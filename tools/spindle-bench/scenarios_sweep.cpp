@@ -28,6 +28,11 @@
 //            or a lost race): spindle's deque, xenium's chase_work_stealing_deque, a std::deque
 //            under a std::mutex. Every index must be taken exactly once. Million items per
 //            second.
+// The Rust and Go anchors (anchors.hpp), where found, run as peers in the same interleaving, a
+// process of their own per run: crossbeam-channel and Go channels in channel; rayon and Go in
+// fib; rayon in for; rayon, tokio and Go in spawn; crossbeam-deque in deque (`deque steal`, a
+// shape of its own: the owner pops one item after every fourth push, and a thief spins on an
+// empty deque). A run of theirs that fails gives no figure, and the table names it.
 // The workload sizes stay the same at every thread count, so the figures compare along a line.
 // --quick makes them smaller (channel 400,000 messages, fib(22), 50,000 tasks, 2,000,000
 // elements, 200,000 items) and the default runs 3 instead of 5. A thread count that lands on
@@ -53,6 +58,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -68,6 +74,7 @@
 #include <thread>
 #include <vector>
 
+#include "anchors.hpp"
 #include "bench/support/peers.hpp"
 #include "bench_common.hpp"
 #include "channel_scenarios.hpp"
@@ -390,6 +397,18 @@ auto make_scenario(std::string const& key, sizes const& z) -> scenario {
       v.push_back(deque_impl<xenium_deque_peer>(sweep_family::peer, n, items));
 #endif
       v.push_back(deque_impl<mutex_deque_peer>(sweep_family::peer, n, items));
+      if (anchors::available(anchors::program::rust)) {
+        auto const args = std::vector<std::string>{
+            "deque", "steal", "--items", std::to_string(items), "--thieves", std::to_string(n)};
+        v.push_back({"crossbeam-deque",
+                     anchors::describe(anchors::program::rust, "crossbeam-deque") +
+                         "; deque steal: the owner pops one item after every fourth push (the "
+                         "others: 32 after every 64), and a thief spins on an empty deque and "
+                         "retries a lost race at once (the others yield)",
+                     sweep_family::peer,
+                     [args, items] { return anchors::rate(anchors::program::rust, args, items); },
+                     false});
+      }
       return v;
     };
   } else {
@@ -568,6 +587,7 @@ void sweep(scenario const& sc, std::vector<int> const& threads, limits const& li
   std::vector<int> measured;
   std::vector<std::string> dropped;  // "name (after n threads)"
   std::vector<std::string> dropped_names;
+  std::vector<std::string> failures;  // "name (runs at n threads)"
   auto const started = clock::now();
   for (std::size_t point = 0; point < threads.size(); ++point) {
     int const n = threads[point];
@@ -601,9 +621,12 @@ void sweep(scenario const& sc, std::vector<int> const& threads, limits const& li
     };
     if (sc.warmup) {
       for (std::size_t idx = 0; idx < m; ++idx) {
-        static_cast<void>(timed(idx));
+        if (impls[idx].warmup) {
+          static_cast<void>(timed(idx));
+        }
       }
     }
+    std::vector<int> failed(m, 0);  // runs that gave NaN: an anchor process that failed
     auto const t0 = clock::now();
     int done = 0;
     for (int r = 0; r < lim.runs; ++r) {
@@ -613,7 +636,12 @@ void sweep(scenario const& sc, std::vector<int> const& threads, limits const& li
       for (std::size_t k = 0; k < m; ++k) {
         auto const idx = (k + static_cast<std::size_t>(r)) % m;
         if (!slow[idx]) {
-          samples[idx].push_back(timed(idx));
+          auto const v = timed(idx);
+          if (std::isnan(v)) {
+            ++failed[idx];
+          } else {
+            samples[idx].push_back(v);
+          }
         }
       }
       ++done;
@@ -628,6 +656,10 @@ void sweep(scenario const& sc, std::vector<int> const& threads, limits const& li
       }
       if (!samples[idx].empty()) {
         it->points.push_back({x, detail, std::move(samples[idx])});
+      }
+      if (failed[idx] > 0) {
+        failures.push_back(i.name + " (" + std::to_string(failed[idx]) + " at " +
+                           std::to_string(x) + (x == 1 ? " thread)" : " threads)"));
       }
       if (slow[idx]) {
         dropped_names.push_back(i.name);
@@ -646,6 +678,13 @@ void sweep(scenario const& sc, std::vector<int> const& threads, limits const& li
     table += "\nNot run further once a run took more than " + std::string(buf) + " s:";
     for (auto const& d : dropped) {
       table += " " + d + ";";
+    }
+    table += "\n";
+  }
+  if (!failures.empty()) {
+    table += "\nRuns that FAILED and gave no figure (standard error says why):";
+    for (auto const& f : failures) {
+      table += " " + f + ";";
     }
     table += "\n";
   }

@@ -17,12 +17,16 @@ namespace spindle_bench {
 enum class sweep_family { spindle, peer, baseline };
 
 /// One implementation at one thread count: `measure` runs the workload once, checks its result
-/// (failing the process loudly when it is wrong) and returns the figure in the scenario's unit.
+/// (failing the process loudly when it is wrong) and returns the figure in the scenario's unit,
+/// or NaN for a run that failed without stopping the sweep (an anchor process, anchors.hpp).
+/// `warmup`: whether the scenario's untimed first run applies; an anchor, a new process every
+/// run, has nothing to warm.
 struct sweep_impl {
   std::string name;
   std::string note;
   sweep_family family = sweep_family::peer;
   std::function<double()> measure;
+  bool warmup = true;
 };
 
 /// The workload sizes of the executor sweeps; they do not change with the thread count, so
