@@ -1,7 +1,8 @@
 // spindle::bounded_spsc under the model checker (detail/channel/spsc_channel.hpp): the ring
 // wrapping around at capacity 1 and 2, a sender blocked on a full channel and a receiver
 // blocked on an empty one, close racing with send and recv (from a third thread and from the
-// receiver), the receiver dropped while a send runs, and select over the spsc handles.
+// receiver), the receiver dropped while a send runs, select over the spsc handles, and the
+// switch to symmetric fences racing sends.
 //
 // What is checked: every value is received or handed back exactly once, in order; a receive
 // that reports closed has seen every value (a try_recv after it reports closed too, and still
@@ -329,6 +330,20 @@ void explore_each_way(std::string const& name, std::uint64_t seed,
   }
 }
 
+/// Where both switch scenarios below start: a bounded_spsc(2) whose receiver has waited once,
+/// alone (a recv_for that timed out), so that the heavy fence of its next wait is the second in a
+/// row and switches the channel; the no-lost-wake-up invariant and the ledger of values.
+struct switch_setup {
+  decltype(spindle::bounded_spsc<int>(2)) ch = spindle::bounded_spsc<int>(2);
+  model::quiescence_invariant owed{wake_owed(ch.second)};
+  ledger l;
+
+  switch_setup() {
+    model::check(ch.second.recv_for(std::chrono::hours(1)).status == recv_status::timed_out,
+                 "recv_for on an empty channel with no sender running did not time out");
+  }
+};
+
 /// The switch to symmetric fences racing a publication (spsc_channel.hpp, "When waits are
 /// frequent"). What the checker assumes of the asymmetric pair: heavy_fence() (membarrier(2))
 /// drains every thread's store buffer at the instant it runs, and light_fence() is nothing, so
@@ -339,18 +354,15 @@ void explore_each_way(std::string const& name, std::uint64_t seed,
 /// sender's first send wakes the registered receiver; its second stores tail_ (buffered), reads
 /// the mode still asymmetric and finds nobody registered; the switcher stores symmetric, its
 /// re-check finds the first value, and its next wait, fenced symmetrically, misses the second
-/// value still in the sender's buffer unless the switch's heavy fence flushed it. That window
-/// needs about three preemptions and a store kept buffered for some forty steps of the
-/// receiver, more than these explorations reach (tests/model/README.md, "The asymmetric fence
-/// pair"); what they do check is every other interleaving of the switch with two sends.
+/// value still in the sender's buffer unless the switch's heavy fence flushed it. Here that
+/// window needs about three preemptions, more than these explorations reach;
+/// publication_inside_the_switch() below reaches it with one. What this scenario checks is
+/// every other interleaving of the switch with two sends.
 void switch_racing_publication() {
-  auto ch = spindle::bounded_spsc<int>(2);
-  auto& tx = ch.first;
-  auto& rx = ch.second;
-  model::quiescence_invariant owed(wake_owed(rx));
-  ledger l;
-  model::check(rx.recv_for(std::chrono::hours(1)).status == recv_status::timed_out,
-               "recv_for on an empty channel with no sender running did not time out");
+  switch_setup s;
+  auto& tx = s.ch.first;
+  auto& rx = s.ch.second;
+  auto& l = s.l;
   std::vector<int> got;
   model::thread consumer([&] {
     for (int i = 0; i < 2; ++i) {
@@ -364,6 +376,44 @@ void switch_racing_publication() {
     model::check(tx.send(l.make(i)).is_sent(), "send failed on an open channel");
   }
   consumer.join();
+}
+
+/// The window of switch_racing_publication() that only the switcher's own heavy fence covers,
+/// within one preemption. The body is the receiver: its recv_for that times out is the first heavy
+/// fence in a row, so the heavy fence of its next wait switches the channel. The sender (a thread)
+/// yields before its two sends and after them. To the checker a thread that yields cannot run again
+/// until something is written, so a yield hands the receiver the processor without a preemption:
+/// those before the sends let it run into its wait, the one after them lets it go on once both
+/// sends are done, while the second send's store of tail_ stays in the sender's store buffer
+/// (nothing drains it before the sender leaves). The sender yields twice before its sends because a
+/// store reaching memory counts as a write: with SPINDLE_ENABLE_ASSERTS the receiver's busy mark
+/// (exclusive_use) is still buffered at the sender's first yield, and its flush lets the sender on
+/// again. The one preemption is the receiver's, between its heavy fence and its move to
+/// `switching`: meanwhile the first send wakes it and the second stores tail_, reads `asymmetric`
+/// and finds nobody registered. The receiver then stores symmetric and takes the first value; its
+/// next wait, fenced symmetrically, re-checks tail_ and sleeps unless the switch's heavy fence
+/// flushed the second store, and the sender leaves without waking it: a lost wake-up.
+void publication_inside_the_switch() {
+  switch_setup s;
+  auto& tx = s.ch.first;
+  auto& rx = s.ch.second;
+  auto& l = s.l;
+  model::thread producer([&l, &tx] {
+    model::thread_yield();
+    model::thread_yield();
+    for (int i = 0; i < 2; ++i) {
+      model::check(tx.send(l.make(i)).is_sent(), "send failed on an open channel");
+    }
+    model::thread_yield();
+  });
+  std::vector<int> got;
+  for (int i = 0; i < 2; ++i) {
+    auto v = rx.recv();
+    model::check(v.has_value(), "recv reported closed on an open channel");
+    l.take(got, *v);
+    model::check(*v == i, "values arrived out of order");
+  }
+  producer.join();
 }
 
 /// "bounded_spsc(<capacity>)", the start of a line of statistics.
@@ -445,6 +495,14 @@ TEST(ModelChannelSpsc, SelectSendOnFullSpsc) {
 }
 
 TEST(ModelChannelSpsc, SwitchToSymmetricFencesFlushesAPublisherThatReadAsymmetric) {
+  // Every schedule within one preemption with store buffers: about 830 executions, among them
+  // the window of publication_inside_the_switch(); a switch without its heavy fence loses the
+  // second value within the first 320. With SPINDLE_ENABLE_ASSERTS the busy marks add stores
+  // and choice points: the whole bound takes about 69,000 executions, the window comes after
+  // about 3,300, and the budget stops at 10,000.
+  explore_and_report("bounded_spsc(2) send inside the fence switch, dfs bound 1 + store buffers",
+                     tso(model::exhaustive(1, budget(10000))),
+                     [] { publication_inside_the_switch(); });
   explore_each_way("bounded_spsc(2) fence switch vs send", 280, [] { switch_racing_publication(); },
                    {.dfs = 0, .dfs_tso = 3000, .pct = 0, .random_tso = 1000});
 }
