@@ -1,18 +1,22 @@
 // spindle-bench coro: coroutines over spindle channels, on a spindle::executor.
 //
 //   spindle-bench coro [--scenario pingpong|fanin|memory|all] [--runs R] [--json]
-//                      [--rounds N] [--senders S --per-sender M] [--suspended K]
+//                      [--rounds N] [--senders S --per-sender M] [--suspended K] [--workers W]
+//
+// --workers W (default 2) sets the executor of the ping-pong and fan-in rows, and the tokio
+// runtime's workers and Go's GOMAXPROCS of their anchors, so that a many-core machine can run
+// them at one worker per processor.
 //
 // Scenarios:
-//   pingpong (C1)  two coroutines on an executor of 2 workers pass a counter back and forth
+//   pingpong (C1)  two coroutines on an executor of W workers pass a counter back and forth
 //                  over two channels of capacity 1, --rounds round trips (default 1,000,000):
 //                  nanoseconds per round trip (lower is better). Rows: the coroutines on
-//                  executor{2} and on executor{1}; two plain threads with blocking send/recv
+//                  executor{W} and on executor{1}; two plain threads with blocking send/recv
 //                  as the baseline. The time runs inside the pinging side, from its first send
 //                  to its last receive.
 //   fanin (C2)     --senders coroutines (default 10,000) each send --per-sender messages
 //                  (default 100) into one bounded(1024) channel, one coroutine receives them
-//                  all, on an executor of 2 workers: million messages per second (higher is
+//                  all, on an executor of W workers: million messages per second (higher is
 //                  better). The time runs from the first spawn to the receiver's end of
 //                  stream, so it includes spawning the senders.
 //   memory         --suspended coroutines (default 100,000) each suspended in async_send on one
@@ -20,8 +24,8 @@
 //                  the resident set (/proc/self/statm) and of the heap in use (mallinfo2),
 //                  divided by the count (lower is better; the target is 512 B at most).
 //
-// Anchors. tokio (tasks and tokio::sync::mpsc, a runtime of 2 workers) and Go (goroutines and
-// channels, GOMAXPROCS 2) run the ping-pong and fan-in workloads in the same interleaving, a
+// Anchors. tokio (tasks and tokio::sync::mpsc, a runtime of W workers) and Go (goroutines and
+// channels, GOMAXPROCS W) run the ping-pong and fan-in workloads in the same interleaving, a
 // process of their own per run (anchor-rust coro and anchor-go coro, bench/anchors; found as
 // anchors.hpp says). Where one is not found, the figure measured elsewhere, on another machine,
 // stands in for it as a row marked "anchor (not run)", only to place spindle's figures. The
@@ -105,9 +109,9 @@ struct live_anchors {
 };
 
 /// Appends to `m` the rows of `anchor-rust coro <workload>` (tokio) and `anchor-go coro
-/// <workload>` where they are found, each run with `args` and --threads 2; `figure` turns a run
-/// into the row's figure, and `shape` is what the notes add to the program's name.
-auto add_anchors(std::vector<measured>& m, std::string const& workload,
+/// <workload>` where they are found, each run with `args` and --threads `workers`; `figure`
+/// turns a run into the row's figure, and `shape` is what the notes add to the program's name.
+auto add_anchors(std::vector<measured>& m, std::string const& workload, std::size_t workers,
                  std::vector<std::string> const& args,
                  std::function<double(anchors::program, std::vector<std::string> const&)> figure,
                  std::string const& tokio_shape, std::string const& go_shape) -> live_anchors {
@@ -116,7 +120,7 @@ auto add_anchors(std::vector<measured>& m, std::string const& workload,
   auto add = [&](program p, std::string name, std::string note) {
     std::vector<std::string> full{"coro", workload};
     full.insert(full.end(), args.begin(), args.end());
-    full.insert(full.end(), {"--threads", "2"});
+    full.insert(full.end(), {"--threads", std::to_string(workers)});
     m.push_back(
         {{std::move(name), std::move(note), {}}, [p, full, figure] { return figure(p, full); }});
   };
@@ -253,27 +257,31 @@ auto pingpong_threads(u64 rounds) -> double {
   return seconds_between(r.start, r.end) * 1e9 / static_cast<double>(rounds);
 }
 
-void pingpong_scenario(u64 rounds, int runs, bool json) {
+/// "executor{W}", the name of the rows that run on the scenario's executor.
+auto on_executor(std::string const& what, std::size_t workers) -> std::string {
+  return what + ", executor{" + std::to_string(workers) + "}";
+}
+
+void pingpong_scenario(u64 rounds, std::size_t workers, int runs, bool json) {
   std::vector<measured> m;
-  m.push_back({{"spindle coroutines, executor{2}",
-                "async_send/async_recv; the scenario's configuration",
-                {}},
-               [rounds] { return pingpong_coroutines(2, rounds); }});
+  auto const main_row = on_executor("spindle coroutines", workers);
+  m.push_back({{main_row, "async_send/async_recv; the scenario's configuration", {}},
+               [rounds, workers] { return pingpong_coroutines(workers, rounds); }});
   m.push_back({{"spindle coroutines, executor{1}", "both coroutines on one worker", {}},
                [rounds] { return pingpong_coroutines(1, rounds); }});
-  m.push_back({{"spindle coroutines over bounded_spsc, executor{2}",
+  m.push_back({{on_executor("spindle coroutines over bounded_spsc", workers),
                 "every wait is a select-style watch: see the fence switch in spsc_channel.hpp",
                 {}},
-               [rounds] { return pingpong_coroutines<true>(2, rounds); }});
+               [rounds, workers] { return pingpong_coroutines<true>(workers, rounds); }});
   m.push_back({{"spindle threads, blocking send/recv", "baseline: two std::threads", {}},
                [rounds] { return pingpong_threads(rounds); }});
   auto const live = add_anchors(
-      m, "pingpong", {"--rounds", std::to_string(rounds)},
+      m, "pingpong", workers, {"--rounds", std::to_string(rounds)},
       [](anchors::program p, std::vector<std::string> const& args) {
         return anchors::figure(p, args, "ns_per_rtt");
       },
-      "two tasks, two mpsc::channel(1), a runtime of 2 workers",
-      "two goroutines, two channels of capacity 1, GOMAXPROCS 2");
+      "two tasks, two mpsc::channel(1), a runtime of " + std::to_string(workers) + " workers",
+      "two goroutines, two channels of capacity 1, GOMAXPROCS " + std::to_string(workers));
   auto rows = interleave(std::move(m), runs);
   if (!live.go) {
     rows.push_back(anchor("Go goroutines", 435));
@@ -284,7 +292,7 @@ void pingpong_scenario(u64 rounds, int runs, bool json) {
   std::ostringstream title;
   title << "coro C1 ping-pong: " << rounds << " round trips over two capacity-1 channels, " << runs
         << " interleaved runs";
-  print_table(title.str(), "ns/round trip", false, rows, "spindle coroutines, executor{2}", json);
+  print_table(title.str(), "ns/round trip", false, rows, main_row, json);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,13 +335,13 @@ auto fan_receiver(spindle::receiver<u64> rx, fanin_tally* out) -> spindle::task<
 }
 
 /// Million messages per second.
-auto fanin_run(u64 senders, u64 per_sender) -> double {
+auto fanin_run(u64 senders, u64 per_sender, std::size_t workers) -> double {
   auto const total = senders * per_sender;
   fanin_tally t;
   std::atomic<bool> failed{false};
   clock::time_point t0;
   {
-    spindle::executor ex{2};
+    spindle::executor ex{workers};
     auto ch = spindle::bounded<u64>(1024);
     auto receiving = ex.spawn(fan_receiver(std::move(ch.second), &t));
     std::vector<spindle::join_handle<void>> sending;
@@ -361,24 +369,23 @@ auto fanin_run(u64 senders, u64 per_sender) -> double {
   return static_cast<double>(total) / seconds_between(t0, t.end) / 1e6;
 }
 
-void fanin_scenario(u64 senders, u64 per_sender, int runs, bool json) {
+void fanin_scenario(u64 senders, u64 per_sender, std::size_t workers, int runs, bool json) {
   std::vector<measured> m;
-  m.push_back({{"spindle coroutines, executor{2}",
-                "async_send/async_recv; includes spawning the senders",
-                {}},
-               [=] { return fanin_run(senders, per_sender); }});
+  auto const main_row = on_executor("spindle coroutines", workers);
+  m.push_back({{main_row, "async_send/async_recv; includes spawning the senders", {}},
+               [=] { return fanin_run(senders, per_sender, workers); }});
   auto const live = add_anchors(
-      m, "fanin",
+      m, "fanin", workers,
       {"--tasks", std::to_string(senders), "--msgs", std::to_string(per_sender), "--capacity",
        "1024"},
       [total = static_cast<double>(senders * per_sender)](anchors::program p,
                                                           std::vector<std::string> const& args) {
         return anchors::rate(p, args, total);
       },
-      "as many tasks into one mpsc::channel(1024), a runtime of 2 workers; includes spawning "
-      "the senders",
-      "as many goroutines into one channel of capacity 1024, GOMAXPROCS 2; includes starting "
-      "the senders");
+      "as many tasks into one mpsc::channel(1024), a runtime of " + std::to_string(workers) +
+          " workers; includes spawning the senders",
+      "as many goroutines into one channel of capacity 1024, GOMAXPROCS " +
+          std::to_string(workers) + "; includes starting the senders");
   auto rows = interleave(std::move(m), runs);
   if (!live.go) {
     rows.push_back(anchor("Go goroutines", 8.5));
@@ -389,7 +396,7 @@ void fanin_scenario(u64 senders, u64 per_sender, int runs, bool json) {
   std::ostringstream title;
   title << "coro C2 fan-in: " << senders << " coroutines x " << per_sender
         << " messages into one bounded(1024) channel, one receiving coroutine, " << runs << " runs";
-  print_table(title.str(), "M msg/s", true, rows, "spindle coroutines, executor{2}", json);
+  print_table(title.str(), "M msg/s", true, rows, main_row, json);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -511,8 +518,10 @@ auto run_coro(std::span<char const* const> args) -> int {
   auto const senders = static_cast<u64>(o.get_int("senders", 10'000));
   auto const per_sender = static_cast<u64>(o.get_int("per-sender", 100));
   auto const suspended = static_cast<u64>(o.get_int("suspended", 100'000));
-  if (rounds < 1 || senders < 1 || per_sender < 1 || suspended < 1) {
-    throw std::invalid_argument("--rounds, --senders, --per-sender and --suspended must be >= 1");
+  auto const workers = static_cast<std::size_t>(o.get_int("workers", 2));
+  if (rounds < 1 || senders < 1 || per_sender < 1 || suspended < 1 || workers < 1) {
+    throw std::invalid_argument(
+        "--rounds, --senders, --per-sender, --suspended and --workers must be >= 1");
   }
   bool const all = scenario == "all";
   if (!all && scenario != "pingpong" && scenario != "fanin" && scenario != "memory") {
@@ -524,10 +533,10 @@ auto run_coro(std::span<char const* const> args) -> int {
     memory_scenario(suspended, runs, json);
   }
   if (all || scenario == "pingpong") {
-    pingpong_scenario(rounds, runs, json);
+    pingpong_scenario(rounds, workers, runs, json);
   }
   if (all || scenario == "fanin") {
-    fanin_scenario(senders, per_sender, runs, json);
+    fanin_scenario(senders, per_sender, workers, runs, json);
   }
   return 0;
 }
@@ -535,7 +544,7 @@ auto run_coro(std::span<char const* const> args) -> int {
 registrar const coro_cmd({"coro",
                           "coroutines over channels: --scenario pingpong|fanin|memory|all "
                           "--runs R [--json] [--rounds N] [--senders S --per-sender M] "
-                          "[--suspended K]",
+                          "[--suspended K] [--workers W]",
                           run_coro});
 
 }  // namespace

@@ -1,6 +1,6 @@
 // spindle-bench select: one receiver selecting over several channels (C3).
 //
-//   spindle-bench select [--runs R] [--json] [--messages N]
+//   spindle-bench select [--runs R] [--json] [--messages N] [--workers W]
 //
 // Four producers each send --messages u64 (default 1,000,000) into a bounded(1024) channel of
 // their own and then drop their sender; one receiver selects over the four channels until
@@ -14,7 +14,7 @@
 //                                    once it is closed; producer threads.
 //   async_select, all coroutines     the receiver is a coroutine in co_await async_select, and
 //                                    the producers are coroutines (async_send), all on one
-//                                    executor of 2 workers.
+//                                    executor of W workers (--workers, default 2).
 //   async_select, producer threads   the receiving coroutine alone on an executor of 1 worker;
 //                                    producer threads with blocking send.
 //   try_recv polling, thread         baseline: the receiver polls try_recv round-robin and,
@@ -26,7 +26,7 @@
 //
 // Anchors. crossbeam-channel (a crossbeam_channel::Select over four bounded channels, producer
 // and receiver threads), tokio (tokio::select! over four mpsc channels, all tasks on a runtime
-// of 2 workers) and Go (select over four channels, all goroutines, GOMAXPROCS 2) run the same
+// of W workers) and Go (select over four channels, all goroutines, GOMAXPROCS W) run the same
 // workload in the same interleaving, a process of their own per run (bench/anchors, found as
 // anchors.hpp says). Where one is not found, the figure measured elsewhere stands in for it as
 // a row marked "anchor (not run)". The target is 1.5x the best of them.
@@ -287,13 +287,13 @@ auto select_producer(spindle::sender<u64> tx, u64 p, u64 n, std::atomic<bool>* f
   }
 }
 
-auto run_async_select_coroutines(u64 n) -> double {
+auto run_async_select_coroutines(u64 n, std::size_t workers) -> double {
   tally t;
   std::atomic<bool> failed{false};
   clock::time_point t0;
   {
     channels ch;
-    spindle::executor ex{2};
+    spindle::executor ex{workers};
     t0 = clock::now();
     auto receiving = ex.spawn(select_receiver(std::move(ch.rx), ch.never.second, &t));
     std::vector<spindle::join_handle<void>> sending;
@@ -382,6 +382,11 @@ auto run_select(std::span<char const* const> args) -> int {
   if (n < 1 || n >= (1ULL << 32)) {
     throw std::invalid_argument("--messages must be in [1, 2^32)");
   }
+  auto const workers = static_cast<std::size_t>(o.get_int("workers", 2));
+  if (workers < 1) {
+    throw std::invalid_argument("--workers must be at least 1");
+  }
+  auto const w = std::to_string(workers);
 
   std::vector<measured> m;
   m.push_back({{"spindle::select, thread", "receiver thread in select; 4 producer threads", {}},
@@ -391,9 +396,9 @@ auto run_select(std::span<char const* const> args) -> int {
                 {}},
                [n] { return run_dynamic_select_thread(n); }});
   m.push_back({{"async_select, all coroutines",
-                "receiver + 4 producer coroutines on executor{2}; includes spawning",
+                "receiver + 4 producer coroutines on executor{" + w + "}; includes spawning",
                 {}},
-               [n] { return run_async_select_coroutines(n); }});
+               [n, workers] { return run_async_select_coroutines(n, workers); }});
   m.push_back({{"async_select, producer threads",
                 "receiver coroutine on executor{1}; 4 producer threads",
                 {}},
@@ -426,14 +431,16 @@ auto run_select(std::span<char const* const> args) -> int {
                {"chan", "select"});
     add_anchor(program::rust, "tokio::select!, all tasks",
                anchors::describe(program::rust, "tokio") +
-                   "; receiver + 4 producer tasks on a runtime of 2 workers; includes spawning",
-               {"coro", "select", "--threads", "2"});
+                   "; receiver + 4 producer tasks on a runtime of " + w +
+                   " workers; includes spawning",
+               {"coro", "select", "--threads", w});
   }
   if (go) {
     add_anchor(program::go, "Go select, all goroutines",
                anchors::describe(program::go, "") +
-                   "; receiver + 4 producer goroutines, GOMAXPROCS 2; includes starting them",
-               {"coro", "select", "--threads", "2"});
+                   "; receiver + 4 producer goroutines, GOMAXPROCS " + w +
+                   "; includes starting them",
+               {"coro", "select", "--threads", w});
   }
 
   auto const count = m.size();
@@ -472,7 +479,8 @@ auto run_select(std::span<char const* const> args) -> int {
 
 registrar const select_cmd({"select",
                             "select over 4 channels (C3): spindle::select, dynamic_select, "
-                            "async_select, try_recv polling: --runs R [--json] [--messages N]",
+                            "async_select, try_recv polling: --runs R [--json] [--messages N] "
+                            "[--workers W]",
                             run_select});
 
 }  // namespace
