@@ -485,12 +485,12 @@ class array_channel {
   }
 
   /// Whether a sender takes the line of the slot it is about to claim exclusive before it
-  /// loads the stamp (channel_tuning::prefetch). By default only a sole sender does: on 16
-  /// cores, where other senders and the receivers spin on the slot lines, the prefetch cost
-  /// 10-20% of the throughput with several senders, and a ping-pong (one sender a channel)
-  /// took 5-20% longer without it, on 16 cores and on 2 (docs/performance.md, "Channel variants
-  /// on 16 cores"). Not under the model checker, where the prefetch is no operation at all and
-  /// the count's load would only add steps.
+  /// loads the stamp (channel_tuning::prefetch). By default only a sole sender does: where
+  /// other senders spin on the same slot lines, taking a line exclusive early takes it from
+  /// them, and several senders lost throughput by it on 16 cores, while a ping-pong (one sender
+  /// a channel) gained (docs/performance.md, "Channel variants on 16 cores"). Not under the
+  /// model checker, where the prefetch is no operation at all and the count's load would only
+  /// add steps.
   [[nodiscard]] auto prefetch_pays() const noexcept -> bool {
 #if defined(SPINDLE_MODEL_CHECK)
     return false;

@@ -240,9 +240,9 @@ class channel_state {
   /// fit the cores and, for the bounded flavour, it is the only receiver. Receivers polling
   /// the same slot each hold a copy of its line, which the sender's write must take back from
   /// all of them, and then race for the one position it filled; one receiver polls alone.
-  /// On 16 cores the bounded rows with two or four receivers moved 1.3-1.5x more messages
-  /// without the polls, and the ping-pong (one receiver) took 1.46x longer without them
-  /// (docs/performance.md, "Channel variants on 16 cores"). A heuristic, never for correctness.
+  /// On 16 cores, several receivers moved more messages without the polls and a ping-pong's
+  /// one receiver took longer without them (docs/performance.md, "Channel variants on 16
+  /// cores"). A heuristic, never for correctness.
   [[nodiscard]] auto receiver_may_poll() const noexcept -> bool {
     if constexpr (!channel_tuning::poll_shared) {
       // relaxed: a snapshot for a heuristic, as in users_fit_cores().

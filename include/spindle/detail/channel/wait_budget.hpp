@@ -23,9 +23,9 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 /// longer than its spin budget for the reply), so that both stay slow (measurements:
 /// docs/performance.md, Channels). So a waiter keeps trying for longer than a wake-up takes:
 ///
-///   (1) polls: up to `polls` tries one pause apart (about 2 us in all on the 2-core machine of
-///       docs/performance.md; a PAUSE takes about 140 cycles on recent Intel cores, so 4 us
-///       there; only a sole receiver of a bounded channel polls, channel_state). A message already in
+///   (1) polls: up to `polls` tries one pause apart (a few microseconds; a PAUSE lasts longer
+///       on recent Intel cores than on the machine the count was chosen on; only a sole
+///       receiver of a bounded channel polls, channel_state). A message already in
 ///       flight from a running thread lands within a cache-line transfer, and a constant short
 ///       interval sees it at once where an exponential backoff would pause through it. The
 ///       caller may poll a cheap hint here instead of the full operation (recv_blocking).
