@@ -11,10 +11,8 @@
 //
 // Flavour dispatch is a switch on a tag that never changes (a union of the four flavours),
 // not a virtual call: every operation of a handle is one predictable branch away from the
-// flavour's code, and the flavours stay plain classes with the same small interface:
-//   try_send(T&) / send(T&, wait_options) -> send_status   (value moved from only when sent)
-//   try_recv() / recv(wait_options) -> recv_result<T>
-//   close() -> bool, discard(), is_closed(), size(), capacity()
+// flavour's code, and the flavours stay plain classes with the same small interface, the
+// concept channel_flavour (detail/channel/flavour.hpp), which each satisfies (asserted below).
 //
 // Synchronization: `senders_`, `receivers_` count handles (relaxed increments: a new handle
 // is made from an existing one, which keeps the state alive; acq_rel decrements: the last
@@ -22,6 +20,7 @@
 
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/array_channel.hpp>
+#include <spindle/detail/channel/flavour.hpp>
 #include <spindle/detail/channel/list_channel.hpp>
 #include <spindle/detail/channel/spsc_channel.hpp>
 #include <spindle/detail/channel/tuning.hpp>
@@ -58,6 +57,11 @@ struct receivers_gone_hook {
 
 template <class T>
 class channel_state {
+  static_assert(bounded_channel_flavour<array_channel<T>, T>);
+  static_assert(channel_flavour<list_channel<T>, T>);
+  static_assert(bounded_channel_flavour<zero_channel<T>, T>);
+  static_assert(bounded_channel_flavour<spsc_channel<T>, T>);
+
  public:
   struct array_tag {};
   struct list_tag {};
