@@ -19,7 +19,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -140,9 +139,7 @@ func chanMPMC(producers, consumers, total, capacity uint64) {
 			defer producing.Done()
 			n := share(total, producers, p)
 			gate.wait()
-			for seq := uint64(1); seq <= n; seq++ {
-				ch <- p<<32 | seq
-			}
+			sendSequence(ch, p, n)
 		}(p)
 	}
 	// The close that ends the consumers' loops, once every producer has sent its last message.
@@ -161,16 +158,12 @@ func chanMPMC(producers, consumers, total, capacity uint64) {
 	}
 	d := t1.Sub(t0)
 	ok := verifyTallies(tallies, producers, total)
-	report([]field{
-		{"name", "go-chan"},
-		{"workload", "mpmc"},
+	reportRun("go-chan", "mpmc", []field{
 		{"producers", num(producers)},
 		{"consumers", num(consumers)},
 		{"msgs", num(total)},
 		{"capacity", num(capacity)},
-		{"secs", secs(d)},
-		{"mops", mops(total, d)},
-	}, ok)
+	}, d, ok, field{"mops", mops(total, d)})
 }
 
 func chanPingPong(rounds uint64) {
@@ -186,38 +179,18 @@ func chanPingPong(rounds uint64) {
 	go func() {
 		defer done.Done()
 		gate.wait()
-		for v := range there {
-			back <- v
-			echoed++
-		}
+		echoed = echo(there, back)
 	}()
 	go func() {
 		defer done.Done()
 		gate.wait()
-		right = true
-		for i := uint64(1); i <= rounds; i++ {
-			there <- i
-			if <-back != i {
-				right = false
-				break
-			}
-		}
+		right = ping(there, back, rounds)
 		finished = time.Now()
 		close(there) // ends the echo loop
 	}()
 
 	t0 := gate.start()
 	done.Wait()
-	ok := right && echoed == rounds
-	if !ok {
-		complain("ping-pong lost, duplicated or reordered a message")
-	}
-	d := finished.Sub(t0)
-	report([]field{
-		{"name", "go-chan"},
-		{"workload", "pingpong"},
-		{"rounds", num(rounds)},
-		{"secs", secs(d)},
-		{"ns_per_rtt", strconv.FormatFloat(float64(d.Nanoseconds())/float64(rounds), 'f', 1, 64)},
-	}, ok)
+	reportRoundTrips("go-chan", "pingpong", []field{{"rounds", num(rounds)}},
+		rounds, finished.Sub(t0), right && echoed == rounds)
 }

@@ -25,7 +25,6 @@ package main
 
 import (
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -79,6 +78,17 @@ func (s *inOrder) complete(perSender uint64) bool {
 	return true
 }
 
+// deliver is one select case's result: a message to check, or, when the channel is closed and
+// drained, the end of that channel, which leaves the select by becoming nil.
+func (s *inOrder) deliver(ch *chan uint64, open *int, v uint64, ok bool) {
+	if ok {
+		s.see(v)
+	} else {
+		*ch = nil
+		*open--
+	}
+}
+
 func checkPerSender(perSender uint64) {
 	if perSender >= 1<<32 {
 		usage("--msgs must stay below 2^32")
@@ -96,38 +106,19 @@ func coroPingPong(rounds, threads uint64) {
 
 	go func() {
 		defer done.Done()
-		for v := range there {
-			back <- v
-			echoed++
-		}
+		echoed = echo(there, back)
 	}()
 	go func() {
 		defer done.Done()
 		t0 := time.Now()
-		right = true
-		for i := uint64(1); i <= rounds; i++ {
-			there <- i
-			if <-back != i {
-				right = false
-				break
-			}
-		}
+		right = ping(there, back, rounds)
 		elapsed = time.Since(t0)
 		close(there) // ends the echo loop
 	}()
 	done.Wait()
 	ok := right && echoed == rounds
-	if !ok {
-		complain("ping-pong lost, duplicated or reordered a message")
-	}
-	report([]field{
-		{"name", "go"},
-		{"workload", "coro-pingpong"},
-		{"rounds", num(rounds)},
-		{"threads", num(threads)},
-		{"secs", secs(elapsed)},
-		{"ns_per_rtt", strconv.FormatFloat(float64(elapsed.Nanoseconds())/float64(rounds), 'f', 1, 64)},
-	}, ok)
+	reportRoundTrips("go", "coro-pingpong", []field{{"rounds", num(rounds)}, {"threads", num(threads)}},
+		rounds, elapsed, ok)
 }
 
 func coroFanIn(tasks, perTask, capacity, threads uint64) {
@@ -149,9 +140,7 @@ func coroFanIn(tasks, perTask, capacity, threads uint64) {
 	for t := uint64(0); t < tasks; t++ {
 		go func(t uint64) {
 			defer sending.Done()
-			for seq := uint64(1); seq <= perTask; seq++ {
-				ch <- t<<32 | seq
-			}
+			sendSequence(ch, t, perTask)
 		}(t)
 	}
 	// The close that ends the receiver's loop, once every sender has sent its last message.
@@ -159,20 +148,14 @@ func coroFanIn(tasks, perTask, capacity, threads uint64) {
 		sending.Wait()
 		close(ch)
 	}()
+	// The receive comes first: elapsed is written before the result is sent.
 	ok := <-result
-	if !ok {
-		complain("a message was lost, duplicated or reordered")
-	}
-	report([]field{
-		{"name", "go"},
-		{"workload", "coro-fanin"},
+	reportMessages("go", "coro-fanin", []field{
 		{"tasks", num(tasks)},
 		{"per_task", num(perTask)},
 		{"capacity", num(capacity)},
 		{"threads", num(threads)},
-		{"secs", secs(elapsed)},
-		{"mops", mops(tasks*perTask, elapsed)},
-	}, ok)
+	}, tasks*perTask, elapsed, ok)
 }
 
 func coroSelect(perSender, capacity, threads uint64) {
@@ -183,9 +166,7 @@ func coroSelect(perSender, capacity, threads uint64) {
 	for p := range chans {
 		chans[p] = make(chan uint64, capacity)
 		go func(p uint64, ch chan<- uint64) {
-			for seq := uint64(1); seq <= perSender; seq++ {
-				ch <- p<<32 | seq
-			}
+			sendSequence(ch, p, perSender)
 			close(ch)
 		}(uint64(p), chans[p])
 	}
@@ -198,50 +179,24 @@ func coroSelect(perSender, capacity, threads uint64) {
 			// A receive from a nil channel is never ready: a closed channel leaves the select.
 			select {
 			case v, ok := <-c0:
-				if ok {
-					seen.see(v)
-				} else {
-					c0 = nil
-					open--
-				}
+				seen.deliver(&c0, &open, v, ok)
 			case v, ok := <-c1:
-				if ok {
-					seen.see(v)
-				} else {
-					c1 = nil
-					open--
-				}
+				seen.deliver(&c1, &open, v, ok)
 			case v, ok := <-c2:
-				if ok {
-					seen.see(v)
-				} else {
-					c2 = nil
-					open--
-				}
+				seen.deliver(&c2, &open, v, ok)
 			case v, ok := <-c3:
-				if ok {
-					seen.see(v)
-				} else {
-					c3 = nil
-					open--
-				}
+				seen.deliver(&c3, &open, v, ok)
 			}
 		}
 		elapsed = time.Since(t0)
 		result <- seen.complete(perSender)
 	}()
+	// The receive comes first: elapsed is written before the result is sent.
 	ok := <-result
-	if !ok {
-		complain("a message was lost, duplicated or reordered")
-	}
-	report([]field{
-		{"name", "go"},
-		{"workload", "coro-select"},
+	reportMessages("go", "coro-select", []field{
 		{"senders", num(senders)},
 		{"per_sender", num(perSender)},
 		{"capacity", num(capacity)},
 		{"threads", num(threads)},
-		{"secs", secs(elapsed)},
-		{"mops", mops(senders*perSender, elapsed)},
-	}, ok)
+	}, senders*perSender, elapsed, ok)
 }

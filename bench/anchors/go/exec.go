@@ -31,6 +31,11 @@ func runExec(workload string, o options) bool {
 	return true
 }
 
+// gomaxprocs is the threads field: the run's GOMAXPROCS (--threads, or Go's default).
+func gomaxprocs() string {
+	return num(uint64(runtime.GOMAXPROCS(0)))
+}
+
 func fibForked(n uint64) uint64 {
 	if n < 2 {
 		return n
@@ -60,13 +65,7 @@ func execFib(n uint64) {
 	if !ok {
 		complain("fib(" + num(n) + ") came out as " + num(got))
 	}
-	report([]field{
-		{"name", "go"},
-		{"workload", "fib"},
-		{"n", num(n)},
-		{"threads", num(uint64(runtime.GOMAXPROCS(0)))},
-		{"secs", secs(d)},
-	}, ok)
+	reportRun("go", "fib", []field{{"n", num(n)}, {"threads", gomaxprocs()}}, d, ok)
 }
 
 func execSpawn(tasks uint64) {
@@ -86,12 +85,6 @@ func execSpawn(tasks uint64) {
 	if !ok {
 		complain("a goroutine ran twice or never")
 	}
-	report([]field{
-		{"name", "go"},
-		{"workload", "spawn"},
-		{"tasks", num(tasks)},
-		{"threads", num(uint64(runtime.GOMAXPROCS(0)))},
-		{"secs", secs(d)},
-		{"mops", mops(tasks, d)},
-	}, ok)
+	reportRun("go", "spawn", []field{{"tasks", num(tasks)}, {"threads", gomaxprocs()}}, d, ok,
+		field{"mops", mops(tasks, d)})
 }

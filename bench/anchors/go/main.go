@@ -117,6 +117,65 @@ func report(fields []field, verified bool) {
 	}
 }
 
+// reportRun prints a run's result line in the order every scenario uses: name, workload, the
+// scenario's own fields, secs from d, then the figures derived from d (mops, ns_per_rtt).
+func reportRun(name, workload string, fields []field, d time.Duration, ok bool, figures ...field) {
+	line := append([]field{{"name", name}, {"workload", workload}}, fields...)
+	line = append(line, field{"secs", secs(d)})
+	report(append(line, figures...), ok)
+}
+
+// reportMessages is the tail of a run that passes count messages from senders to a receiver
+// that checks them: it complains when ok is false and reports million messages per second.
+func reportMessages(name, workload string, fields []field, count uint64, d time.Duration, ok bool) {
+	if !ok {
+		complain("a message was lost, duplicated or reordered")
+	}
+	reportRun(name, workload, fields, d, ok, field{"mops", mops(count, d)})
+}
+
+// reportRoundTrips is the tail of a ping-pong run of rounds round trips: it complains when ok
+// is false and reports nanoseconds per round trip.
+func reportRoundTrips(name, workload string, fields []field, rounds uint64, d time.Duration, ok bool) {
+	if !ok {
+		complain("ping-pong lost, duplicated or reordered a message")
+	}
+	nsPerRtt := strconv.FormatFloat(float64(d.Nanoseconds())/float64(rounds), 'f', 1, 64)
+	reportRun(name, workload, fields, d, ok, field{"ns_per_rtt", nsPerRtt})
+}
+
+// sendSequence sends sender id's messages (id << 32) | seq for seq = 1..n into ch, the shape
+// every receiver checks: sequences count from 1 and rise by one.
+func sendSequence(ch chan<- uint64, id, n uint64) {
+	for seq := uint64(1); seq <= n; seq++ {
+		ch <- id<<32 | seq
+	}
+}
+
+// ping is the pinging side of a ping-pong run: it sends 1..rounds on there, each time waiting
+// for the same value on back, and says whether every one came back; it stops at the first that
+// did not. The caller closes there, after reading the clock.
+func ping(there chan<- uint64, back <-chan uint64, rounds uint64) bool {
+	for i := uint64(1); i <= rounds; i++ {
+		there <- i
+		if <-back != i {
+			return false
+		}
+	}
+	return true
+}
+
+// echo is the other side: it sends back whatever arrives on there until there is closed, and
+// returns how many it echoed.
+func echo(there <-chan uint64, back chan<- uint64) uint64 {
+	var echoed uint64
+	for v := range there {
+		back <- v
+		echoed++
+	}
+	return echoed
+}
+
 func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
 }

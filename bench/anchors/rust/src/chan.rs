@@ -20,7 +20,7 @@
 //! producer's sequences arrived one after the other, each once; the figure is million messages
 //! per second from the start gate to the receiver's end.
 
-use crate::{complain, mops, report, secs, Options, StartGate};
+use crate::{complain, mops, report_messages, report_round_trips, report_run, Options, StartGate};
 use crossbeam_channel::{bounded, Receiver, Select, Sender};
 use std::sync::Arc;
 use std::thread;
@@ -85,6 +85,16 @@ fn share(total: u64, producers: u64, p: u64) -> u64 {
     total / producers + u64::from(p < total % producers)
 }
 
+/// Sends producer `id`'s messages `(id << 32) | seq` for seq in 1..=n with the blocking send.
+fn send_sequence(tx: &Sender<u64>, id: u64, n: u64) {
+    for seq in 1..=n {
+        // send fails only when every receiver is gone, which the receivers never are before
+        // the senders.
+        tx.send((id << 32) | seq)
+            .expect("send on a channel with receivers");
+    }
+}
+
 /// Checks the consumers' tallies against what each producer sent.
 fn verify(tallies: &[Tally], producers: u64, total: u64) -> bool {
     let mut ok = true;
@@ -146,12 +156,7 @@ fn mpmc(producers: u64, consumers: u64, total: u64, capacity: u64) {
         producer_threads.push(thread::spawn(move || {
             let n = share(total, producers, p);
             gate.wait();
-            for seq in 1..=n {
-                // send fails only when every receiver is gone, which the consumers never are
-                // before the senders.
-                tx.send((p << 32) | seq)
-                    .expect("send on a channel with receivers");
-            }
+            send_sequence(&tx, p, n);
             // Dropping `tx` here says "this producer is done"; the last drop disconnects.
         }));
     }
@@ -173,17 +178,17 @@ fn mpmc(producers: u64, consumers: u64, total: u64, capacity: u64) {
     }
     let s = (t1 - t0).as_secs_f64();
     let ok = verify(&tallies, producers, total);
-    report(
+    report_run(
+        "crossbeam-channel",
+        "mpmc",
         &[
-            ("name", "crossbeam-channel".to_string()),
-            ("workload", "mpmc".to_string()),
             ("producers", producers.to_string()),
             ("consumers", consumers.to_string()),
             ("msgs", total.to_string()),
             ("capacity", capacity.to_string()),
-            ("secs", secs(s)),
-            ("mops", mops(total, s)),
         ],
+        s,
+        &[("mops", mops(total, s))],
         ok,
     );
 }
@@ -224,20 +229,13 @@ fn pingpong(rounds: u64) {
     let t0 = gate.open();
     let (t1, right) = ping.join().expect("ping thread");
     let echoed = echo.join().expect("echo thread");
-    let ok = right && echoed == rounds;
-    if !ok {
-        complain("ping-pong lost, duplicated or reordered a message");
-    }
-    let s = (t1 - t0).as_secs_f64();
-    report(
-        &[
-            ("name", "crossbeam-channel".to_string()),
-            ("workload", "pingpong".to_string()),
-            ("rounds", rounds.to_string()),
-            ("secs", secs(s)),
-            ("ns_per_rtt", format!("{:.1}", s * 1e9 / rounds as f64)),
-        ],
-        ok,
+    report_round_trips(
+        "crossbeam-channel",
+        "pingpong",
+        &[("rounds", rounds.to_string())],
+        rounds,
+        (t1 - t0).as_secs_f64(),
+        right && echoed == rounds,
     );
 }
 
@@ -255,9 +253,7 @@ fn select(per_sender: u64, capacity: u64) {
         let gate = Arc::clone(&gate);
         producers.push(thread::spawn(move || {
             gate.wait();
-            for seq in 1..=per_sender {
-                tx.send((p << 32) | seq).expect("the receiver is alive");
-            }
+            send_sequence(&tx, p, per_sender);
         }));
     }
     let receiver = {
@@ -299,20 +295,16 @@ fn select(per_sender: u64, capacity: u64) {
         t.join().expect("producer thread");
     }
     let (t1, ok) = receiver.join().expect("receiver thread");
-    if !ok {
-        complain("a message was lost, duplicated or reordered");
-    }
-    let s = (t1 - t0).as_secs_f64();
-    report(
+    report_messages(
+        "crossbeam-channel",
+        "select",
         &[
-            ("name", "crossbeam-channel".to_string()),
-            ("workload", "select".to_string()),
             ("senders", SENDERS.to_string()),
             ("per_sender", per_sender.to_string()),
             ("capacity", capacity.to_string()),
-            ("secs", secs(s)),
-            ("mops", mops(SENDERS * per_sender, s)),
         ],
+        SENDERS * per_sender,
+        (t1 - t0).as_secs_f64(),
         ok,
     );
 }

@@ -19,7 +19,7 @@
 //! that each sender's sequences arrive in order, one after the other (tokio's mpsc is FIFO per
 //! sender), and the run is verified when every sender's count matches what it sent.
 
-use crate::{complain, mops, report, secs, Options};
+use crate::{report_messages, report_round_trips, Options};
 use std::time::Instant;
 use tokio::sync::mpsc;
 
@@ -89,6 +89,18 @@ fn deliver(seen: &mut InOrder, open: &mut bool, v: Option<u64>) {
     }
 }
 
+/// Spawns sender `id`'s task: it sends `(id << 32) | seq` for seq in 1..=n, then drops `tx`,
+/// which closes the channel once every other sender is gone too.
+fn spawn_sender(tx: mpsc::Sender<u64>, id: u64, n: u64) {
+    tokio::spawn(async move {
+        for seq in 1..=n {
+            tx.send((id << 32) | seq)
+                .await
+                .expect("the receiver is alive");
+        }
+    });
+}
+
 fn check_per_sender(senders: u64, per_sender: u64) {
     if per_sender >= 1 << 32 || senders >= 1 << 31 {
         crate::usage("--msgs must stay below 2^32");
@@ -125,19 +137,15 @@ fn pingpong(rounds: u64, threads: usize) {
         let echoed = echo.await.expect("echo task");
         (elapsed, right && echoed == rounds)
     });
-    if !ok {
-        complain("ping-pong lost, duplicated or reordered a message");
-    }
-    let s = elapsed.as_secs_f64();
-    report(
+    report_round_trips(
+        "tokio",
+        "coro-pingpong",
         &[
-            ("name", "tokio".to_string()),
-            ("workload", "coro-pingpong".to_string()),
             ("rounds", rounds.to_string()),
             ("threads", threads.to_string()),
-            ("secs", secs(s)),
-            ("ns_per_rtt", format!("{:.1}", s * 1e9 / rounds as f64)),
         ],
+        rounds,
+        elapsed.as_secs_f64(),
         ok,
     );
 }
@@ -156,33 +164,22 @@ fn fanin(tasks: u64, per_task: u64, capacity: u64, threads: usize) {
             (t0.elapsed(), seen.complete(per_task))
         });
         for t in 0..tasks {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                for seq in 1..=per_task {
-                    tx.send((t << 32) | seq)
-                        .await
-                        .expect("the receiver is alive");
-                }
-            });
+            spawn_sender(tx.clone(), t, per_task);
         }
         drop(tx); // the channel closes when the last sender task is done
         receiver.await.expect("receiver task")
     });
-    if !ok {
-        complain("a message was lost, duplicated or reordered");
-    }
-    let s = elapsed.as_secs_f64();
-    report(
+    report_messages(
+        "tokio",
+        "coro-fanin",
         &[
-            ("name", "tokio".to_string()),
-            ("workload", "coro-fanin".to_string()),
             ("tasks", tasks.to_string()),
             ("per_task", per_task.to_string()),
             ("capacity", capacity.to_string()),
             ("threads", threads.to_string()),
-            ("secs", secs(s)),
-            ("mops", mops(tasks * per_task, s)),
         ],
+        tasks * per_task,
+        elapsed.as_secs_f64(),
         ok,
     );
 }
@@ -197,13 +194,7 @@ fn select(per_sender: u64, capacity: u64, threads: usize) {
         for p in 0..SENDERS {
             let (tx, rx) = mpsc::channel::<u64>(capacity as usize);
             receivers.push(rx);
-            tokio::spawn(async move {
-                for seq in 1..=per_sender {
-                    tx.send((p << 32) | seq)
-                        .await
-                        .expect("the receiver is alive");
-                }
-            });
+            spawn_sender(tx, p, per_sender);
         }
         let mut rx3 = receivers.pop().expect("four channels");
         let mut rx2 = receivers.pop().expect("four channels");
@@ -226,21 +217,17 @@ fn select(per_sender: u64, capacity: u64, threads: usize) {
         });
         receiver.await.expect("receiver task")
     });
-    if !ok {
-        complain("a message was lost, duplicated or reordered");
-    }
-    let s = elapsed.as_secs_f64();
-    report(
+    report_messages(
+        "tokio",
+        "coro-select",
         &[
-            ("name", "tokio".to_string()),
-            ("workload", "coro-select".to_string()),
             ("senders", SENDERS.to_string()),
             ("per_sender", per_sender.to_string()),
             ("capacity", capacity.to_string()),
             ("threads", threads.to_string()),
-            ("secs", secs(s)),
-            ("mops", mops(SENDERS * per_sender, s)),
         ],
+        SENDERS * per_sender,
+        elapsed.as_secs_f64(),
         ok,
     );
 }

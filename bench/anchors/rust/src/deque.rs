@@ -13,7 +13,7 @@
 //! index was taken exactly once, by the owner or one thief. The clock runs from the start gate
 //! to the moment every thread is done; the figure is items per second.
 
-use crate::{complain, mops, report, secs, Options, StartGate};
+use crate::{complain, mops, report_run, Options, StartGate};
 use crossbeam_deque::{Steal, Stealer, Worker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -56,14 +56,12 @@ fn owner(items: u64) {
     if !ok {
         complain("the owner popped a different item than the last one it pushed");
     }
-    report(
-        &[
-            ("name", "crossbeam-deque".to_string()),
-            ("workload", "owner".to_string()),
-            ("items", items.to_string()),
-            ("secs", secs(s)),
-            ("mops", mops(2 * items, s)),
-        ],
+    report_run(
+        "crossbeam-deque",
+        "owner",
+        &[("items", items.to_string())],
+        s,
+        &[("mops", mops(2 * items, s))],
         ok,
     );
 }
@@ -176,19 +174,16 @@ fn owner_and_thief(items: u64, thieves: u64, batch: bool) {
     if !ok {
         complain("an item was lost or taken twice");
     }
-    report(
+    report_run(
+        "crossbeam-deque",
+        if batch { "batch" } else { "steal" },
         &[
-            ("name", "crossbeam-deque".to_string()),
-            (
-                "workload",
-                (if batch { "batch" } else { "steal" }).to_string(),
-            ),
             ("items", items.to_string()),
             ("thieves", thieves.to_string()),
             ("stolen", stolen.to_string()),
-            ("secs", secs(s)),
-            ("mops", mops(items, s)),
         ],
+        s,
+        &[("mops", mops(items, s))],
         ok,
     );
 }

@@ -14,7 +14,7 @@
 //! and the one that reaches 0 wakes the main thread. The clock runs from the first spawn to the
 //! wake-up; verified when the counter ends at exactly 0 after the pool has shut down.
 
-use crate::{complain, report, secs, Options};
+use crate::{complain, mops, report_run, Options};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -83,14 +83,12 @@ fn fib(n: u64, threads: usize) {
     if !ok {
         complain(&format!("fib({}) came out as {}", n, got));
     }
-    report(
-        &[
-            ("name", "rayon".to_string()),
-            ("workload", "fib".to_string()),
-            ("n", n.to_string()),
-            ("threads", threads_field(threads)),
-            ("secs", secs(s)),
-        ],
+    report_run(
+        "rayon",
+        "fib",
+        &[("n", n.to_string()), ("threads", threads_field(threads))],
+        s,
+        &[],
         ok,
     );
 }
@@ -113,15 +111,12 @@ fn pfor(n: u64, threads: usize) {
     if !ok {
         complain("the elements' checksum differs: an element was skipped or updated twice");
     }
-    report(
-        &[
-            ("name", "rayon".to_string()),
-            ("workload", "pfor".to_string()),
-            ("n", n.to_string()),
-            ("threads", threads_field(threads)),
-            ("secs", secs(s)),
-            ("mops", crate::mops(n, s)),
-        ],
+    report_run(
+        "rayon",
+        "pfor",
+        &[("n", n.to_string()), ("threads", threads_field(threads))],
+        s,
+        &[("mops", mops(n, s))],
         ok,
     );
 }
@@ -167,15 +162,15 @@ fn report_spawn(name: &str, tasks: u64, threads: usize, s: f64, left: u64) {
     if !ok {
         complain("a task ran twice or never");
     }
-    report(
+    report_run(
+        name,
+        "spawn",
         &[
-            ("name", name.to_string()),
-            ("workload", "spawn".to_string()),
             ("tasks", tasks.to_string()),
             ("threads", threads_field(threads)),
-            ("secs", secs(s)),
-            ("mops", crate::mops(tasks, s)),
         ],
+        s,
+        &[("mops", mops(tasks, s))],
         ok,
     );
 }

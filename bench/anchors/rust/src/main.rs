@@ -116,7 +116,7 @@ impl StartGate {
 }
 
 /// Prints the result line and exits with status 1 when `verified` is false.
-pub fn report(fields: &[(&str, String)], verified: bool) {
+fn report(fields: &[(&str, String)], verified: bool) {
     let mut line = String::new();
     for (key, value) in fields {
         line.push_str(key);
@@ -131,8 +131,62 @@ pub fn report(fields: &[(&str, String)], verified: bool) {
     }
 }
 
+/// Prints a run's result line in the order every scenario uses: `name`, `workload`, the
+/// scenario's own `fields`, `secs` from `s`, then the `figures` derived from it (`mops`,
+/// `ns_per_rtt`); exits with status 1 when `verified` is false.
+pub fn report_run(
+    name: &str,
+    workload: &str,
+    fields: &[(&str, String)],
+    s: f64,
+    figures: &[(&str, String)],
+    verified: bool,
+) {
+    let mut line = vec![
+        ("name", name.to_string()),
+        ("workload", workload.to_string()),
+    ];
+    line.extend_from_slice(fields);
+    line.push(("secs", secs(s)));
+    line.extend_from_slice(figures);
+    report(&line, verified);
+}
+
+/// The tail of a run that passes `count` messages from senders to a receiver that checks them:
+/// complains when `ok` is false and reports million messages per second.
+pub fn report_messages(
+    name: &str,
+    workload: &str,
+    fields: &[(&str, String)],
+    count: u64,
+    s: f64,
+    ok: bool,
+) {
+    if !ok {
+        complain("a message was lost, duplicated or reordered");
+    }
+    report_run(name, workload, fields, s, &[("mops", mops(count, s))], ok);
+}
+
+/// The tail of a ping-pong run of `rounds` round trips: complains when `ok` is false and
+/// reports nanoseconds per round trip.
+pub fn report_round_trips(
+    name: &str,
+    workload: &str,
+    fields: &[(&str, String)],
+    rounds: u64,
+    s: f64,
+    ok: bool,
+) {
+    if !ok {
+        complain("ping-pong lost, duplicated or reordered a message");
+    }
+    let ns_per_rtt = format!("{:.1}", s * 1e9 / rounds as f64);
+    report_run(name, workload, fields, s, &[("ns_per_rtt", ns_per_rtt)], ok);
+}
+
 /// Seconds as a result field.
-pub fn secs(s: f64) -> String {
+fn secs(s: f64) -> String {
     format!("{:.6}", s)
 }
 
