@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -703,17 +704,27 @@ TEST(ParallelAlgorithms, TwoDimensionalExceptionsNestingAndOutsideThreads) {
 // a worker, the blocks already running finish (each at most 1/8 of the rectangle: the
 // splitter halves at least three times) and the others are skipped, so well under half the
 // cells are visited; before cancellation every other block ran (7/8 or more).
+// The call is cancelled when the exception reaches the loop's handler, a while after the
+// throw (unwinding, or a preempted thrower on a loaded machine), and a block that starts in
+// that window runs: so every other block waits for the throw and then 20 ms before it
+// visits anything. Half the cells would take four blocks started in a window of 60 ms or more.
 TEST(ParallelAlgorithms, TwoDimensionalThrowingBlockCancelsTheBlocksNotStarted) {
   spindle::blocked_range2d<int> const range{0, 1024, 0, 1024};
   auto scenario = [&range](spindle::executor& ex) -> std::pair<int, std::int64_t> {
     std::atomic<int> calls{0};
     std::atomic<std::int64_t> cells{0};
     std::atomic<std::int64_t> odd{0};
+    std::atomic<bool> thrown{false};
     // Every block but the first visits its cells one row at a time (a block takes a while).
     auto body = [&](spindle::blocked_range2d<int> const& b) {
       if (calls.fetch_add(1) == 0) {
+        thrown = true;
         throw std::runtime_error("first block");
       }
+      while (!thrown) {
+        std::this_thread::yield();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       for (int r = b.rows_first; r < b.rows_last; ++r) {
         std::int64_t row_odd = 0;
         for (int c = b.cols_first; c < b.cols_last; ++c) {
