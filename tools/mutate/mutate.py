@@ -16,13 +16,17 @@ A test that hangs is stopped by ctest's timeout and counts as a kill (a hang is 
 wake-up shows outside the model checker). A mutant whose text is not found exactly once, or
 that does not compile, is an error in the list, not a kill.
 
-Not part of CI: a full run takes about half an hour on two cores. Run it before a release and put
-the score in README.md ("Proof"):
+Not part of CI: a full run takes one to two hours on two cores. Run it before a release, with
+--record, which keeps the verdict of every mutant it ran in tools/mutate/verdicts.tsv (one line
+per mutant: its latest verdict, the tests that killed it, the date, the commit and the kind of
+run) and writes docs/mutation.md and the score in README.md ("Proof") from that file. Neither
+is edited by hand: `--render` rewrites both from verdicts.tsv alone.
 
-  tools/mutate/mutate.py                  # every mutant
-  tools/mutate/mutate.py --only idle-last-searcher,deque-pop-no-fence
+  tools/mutate/mutate.py --record         # every mutant
+  tools/mutate/mutate.py --record --only idle-last-searcher,deque-pop-no-fence
   tools/mutate/mutate.py --check          # only check that every mutant applies
   tools/mutate/mutate.py --list
+  tools/mutate/mutate.py --render         # docs/mutation.md and README's score from verdicts.tsv
 
 Needs: python3, cmake, ninja and the test preset's dependencies (see README.md).
 """
@@ -217,6 +221,135 @@ def check_all(mutants: list[Mutant]) -> int:
     return 1 if bad else 0
 
 
+VERDICTS = ROOT / "tools/mutate/verdicts.tsv"
+DOC = ROOT / "docs/mutation.md"
+README = ROOT / "README.md"
+SCORE_BEGIN = "<!-- mutation score: written by tools/mutate/mutate.py -->"
+SCORE_END = "<!-- end of mutation score -->"
+VERDICT_FIELDS = ["mutant", "verdict", "killed_by", "seconds", "date", "commit", "run"]
+RUN_KINDS = {
+    "full": "a full run of the runner",
+    "only": "a run of the runner on some mutants (--only)",
+    "hand": "applied by hand, the named test built and run",
+}
+
+
+def read_verdicts() -> dict[str, dict[str, str]]:
+    """verdicts.tsv: a header line, then one tab-separated line per mutant."""
+    if not VERDICTS.exists():
+        return {}
+    rows: dict[str, dict[str, str]] = {}
+    lines = [ln for ln in VERDICTS.read_text().split("\n") if ln and not ln.startswith("#")]
+    header = lines[0].split("\t")
+    if header != VERDICT_FIELDS:
+        sys.exit(f"{VERDICTS}: the header must be {' '.join(VERDICT_FIELDS)}")
+    for ln in lines[1:]:
+        cells = ln.split("\t")
+        if len(cells) != len(VERDICT_FIELDS):
+            sys.exit(f"{VERDICTS}: a line without {len(VERDICT_FIELDS)} fields: {ln!r}")
+        row = dict(zip(VERDICT_FIELDS, cells))
+        rows[row["mutant"]] = row
+    return rows
+
+
+def write_verdicts(rows: dict[str, dict[str, str]], order: list[str]) -> None:
+    """Writes the rows in the order of mutants.txt, then any mutant no longer in it."""
+    known = [m for m in order if m in rows] + sorted(m for m in rows if m not in order)
+    lines = ["# The latest verdict of each mutant, written by tools/mutate/mutate.py --record.",
+             "\t".join(VERDICT_FIELDS)]
+    lines += ["\t".join(rows[m][f] for f in VERDICT_FIELDS) for m in known]
+    VERDICTS.write_text("\n".join(lines) + "\n")
+
+
+def head_commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                         text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    commit = out.stdout.strip() or "unknown"
+    return commit + ("+changes" if dirty else "")
+
+
+def render(mutants: list[Mutant]) -> None:
+    """Writes docs/mutation.md and README's score from verdicts.tsv and mutants.txt."""
+    rows = read_verdicts()
+    survivors = parse_mutants(ROOT / "tools/mutate/survivors.txt")
+    killed = [m for m in mutants if rows.get(m.ident, {}).get("verdict") == "killed"]
+    unrun = [m for m in mutants if m.ident not in rows]
+    other = [m for m in mutants if m.ident in rows and rows[m.ident]["verdict"] != "killed"]
+    full_dates = sorted({r["date"] for r in rows.values() if r["run"] == "full"})
+    by_kind = {k: sum(1 for m in killed if rows[m.ident]["run"] == k) for k in RUN_KINDS}
+
+    summary = (f"{len(killed)} of the {len(mutants)} mutants of `tools/mutate/mutants.txt` are "
+               f"killed in their latest recorded run")
+    phrases = {"full": "in a full run", "only": "in runs of the runner on them alone",
+               "hand": "by hand"}
+    parts = [f"{by_kind[k]} {phrases[k]}" for k in RUN_KINDS if by_kind[k]]
+    if parts:
+        summary += " (" + "; ".join(parts) + ")"
+    summary += "."
+    if other:
+        summary += (f" Not killed in their latest run: "
+                    f"{', '.join('`' + m.ident + '`' for m in other)}.")
+    if unrun:
+        summary += f" Never run by the runner or by hand: {len(unrun)}."
+    summary += (f" The last full run: {full_dates[-1]}." if full_dates
+                else " No full run is recorded yet.")
+    summary += (f" `tools/mutate/survivors.txt` lists {len(survivors)} mutants the suite does not "
+                "kill yet, each with the reason.")
+
+    doc = ["# Mutation runs", "",
+           "Written by `tools/mutate/mutate.py` (`--record` after a run, `--render` alone) from "
+           "`tools/mutate/verdicts.tsv`; do not edit by hand. Each mutant of "
+           "`tools/mutate/mutants.txt` is one seeded concurrency bug, applied alone to the "
+           "commit named; the runner builds the `test` preset, runs the mutant's likely "
+           "killers, then (had they all passed) every model, lin and stress test. \"Killed by\" "
+           "lists the tests of the first stage that failed; seconds include the build.", "",
+           summary, "",
+           "| mutant | bug it models | verdict | killed by | seconds | date | commit | run |",
+           "|---|---|---|---|---|---|---|---|"]
+    for m in mutants:
+        r = rows.get(m.ident)
+        if r is None:
+            doc.append(f"| `{m.ident}` | {m.bug} | not run yet | | | | | |")
+        else:
+            doc.append(f"| `{m.ident}` | {m.bug} | {r['verdict']} | {r['killed_by']} | "
+                       f"{r['seconds']} | {r['date']} | {r['commit']} | {r['run']} |")
+    doc += ["", "Runs: " + "; ".join(f"`{k}`: {v}" for k, v in RUN_KINDS.items()) + ".", "",
+            "## Survivors (`tools/mutate/survivors.txt`)", "",
+            "| mutant | bug it models | why the suite does not kill it yet |", "|---|---|---|"]
+    why = {}
+    text = (ROOT / "tools/mutate/survivors.txt").read_text()
+    for block in text.split("\n=== ")[1:]:
+        ident = block.split("\n", 1)[0].strip()
+        found = re.search(r"^why:\s*(.*)$", block, flags=re.M)
+        why[ident] = found.group(1) if found else ""
+    for m in survivors:
+        doc.append(f"| `{m.ident}` | {m.bug} | {why.get(m.ident, '')} |")
+    DOC.write_text("\n".join(doc) + "\n")
+
+    readme = README.read_text()
+    begin, end = readme.find(SCORE_BEGIN), readme.find(SCORE_END)
+    if begin < 0 or end < begin:
+        sys.exit(f"README.md: the markers {SCORE_BEGIN!r} and {SCORE_END!r} are missing")
+    # The block sits in a list item of README's "Proof": indented as its continuation.
+    block = (SCORE_BEGIN + "\n  " + summary + " Per mutant: `docs/mutation.md`.\n  " + SCORE_END)
+    README.write_text(readme[:begin] + block + readme[end + len(SCORE_END):])
+    print(f"wrote {DOC.relative_to(ROOT)} and the score in README.md: {summary}")
+
+
+def record(mutants: list[Mutant], results: list[tuple[Mutant, str, str, float]],
+           kind: str) -> None:
+    rows = read_verdicts()
+    today, commit = datetime.date.today().isoformat(), head_commit()
+    for m, verdict, by, elapsed in results:
+        rows[m.ident] = {"mutant": m.ident, "verdict": verdict, "killed_by": by,
+                         "seconds": f"{elapsed:.0f}", "date": today, "commit": commit,
+                         "run": kind}
+    write_verdicts(rows, [m.ident for m in mutants])
+    render(mutants)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mutants", type=Path, default=ROOT / "tools/mutate/mutants.txt")
@@ -232,9 +365,20 @@ def main() -> int:
                         help="skip the unmutated run (only right after a run that checked it)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--record", action="store_true",
+                        help="keep the verdicts in verdicts.tsv and rewrite docs/mutation.md "
+                             "and README's score")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite docs/mutation.md and README's score")
     args = parser.parse_args()
 
     mutants = parse_mutants(args.mutants)
+    all_mutants = mutants
+    if args.render:
+        render(all_mutants)
+        return 0
+    if args.record and args.mutants.resolve() != (ROOT / "tools/mutate/mutants.txt").resolve():
+        sys.exit("--record keeps the verdicts of tools/mutate/mutants.txt only")
     if args.only:
         wanted = set(args.only.split(","))
         unknown = wanted - {m.ident for m in mutants}
@@ -306,6 +450,8 @@ def main() -> int:
     out = args.work / "mutation-report.md"
     out.write_text("\n".join(report) + "\n")
     print(f"\n{killed} of {len(results)} mutants killed; report: {out}")
+    if args.record:
+        record(all_mutants, results, "only" if args.only else "full")
     return 0 if killed == len(results) else 1
 
 
