@@ -16,6 +16,7 @@
 // The seeded bug `cancel-skip-unref` in tools/mutate/mutants.txt (the worker's cancelled path
 // without its release()) is killed here.
 
+#include <spindle/channel.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/scheduler.hpp>

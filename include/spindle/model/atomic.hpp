@@ -6,7 +6,8 @@
 // Every operation first stops at a scheduling point of the running model execution (see
 // <spindle/model/scheduler.hpp>), then performs the operation on a plain value while it holds
 // the execution's token (so operations are atomic and sequentially consistent), then updates
-// the vector clocks from the declared memory order. Called outside any execution (by a single
+// the vector clocks from the declared memory order, and reports the operation to the coherence
+// meter when one is set (options::meter, coherence.hpp). Called outside any execution (by a single
 // thread, e.g. while a test builds a structure) they are plain, unscheduled operations.
 //
 // The API is the part of std::atomic that spindle uses: construction, is_always_lock_free,
@@ -87,8 +88,11 @@ class atomic {
   auto operator=(atomic const&) -> atomic& = delete;
 
   ~atomic() {
-    if (auto* ex = current_execution; ex != nullptr && ex->buffering()) {
-      ex->drop_buffered(this);
+    if (auto* ex = current_execution; ex != nullptr) {
+      if (ex->buffering()) {
+        ex->drop_buffered(this);
+      }
+      ex->drop_location(this);
     }
   }
 
@@ -102,11 +106,11 @@ class atomic {
       if (ex->buffering() && ex->forwarded(impl::current_thread, this, bits)) {
         // Store forwarding: the thread reads its own buffered store; no synchronisation.
         std::memcpy(&v, &bits, sizeof(T));
-        ex->after_load(impl::current_thread, location{}, std::memory_order_relaxed, this, bits,
-                       "load (own buffered store)");
+        ex->after_forwarded_load(impl::current_thread, this, bits);
         return v;
       }
-      ex->after_load(impl::current_thread, loc_, order, this, impl::bits_of(v), "load");
+      ex->metered(impl::current_thread, coherence_op::load, this, sizeof(T));
+      ex->after_load(impl::current_thread, order, this, impl::bits_of(v), "load");
     }
     return v;
   }
@@ -115,10 +119,13 @@ class atomic {
   // after_store() or buffer_store(), which leave the clock a later acquire load joins.
   void store(T desired, std::memory_order order = std::memory_order_seq_cst) noexcept {
     auto* ex = impl::enter("store", this);
+    if (ex != nullptr) {
+      ex->metered(impl::current_thread, coherence_op::store, this, sizeof(T));
+    }
     if (ex != nullptr && ex->buffering()) {
       // order as data: a seq_cst store drains the buffer (x86 xchg); any other store waits in it.
       if (order != std::memory_order_seq_cst) {
-        ex->buffer_store(impl::current_thread, loc_, order, &value_, this, sizeof(T),
+        ex->buffer_store(impl::current_thread, order, &value_, this, sizeof(T),
                          impl::bits_of(desired));
         return;
       }
@@ -126,7 +133,7 @@ class atomic {
     }
     value_ = desired;
     if (ex != nullptr) {
-      ex->after_store(impl::current_thread, loc_, order, this, impl::bits_of(desired));
+      ex->after_store(impl::current_thread, order, this, impl::bits_of(desired));
     }
   }
 
@@ -137,7 +144,8 @@ class atomic {
     T const old = value_;
     value_ = desired;
     if (ex != nullptr) {
-      ex->after_rmw(impl::current_thread, loc_, order, this, impl::bits_of(desired), "exchange");
+      ex->metered(impl::current_thread, coherence_op::rmw, this, sizeof(T));
+      ex->after_rmw(impl::current_thread, order, this, impl::bits_of(desired), "exchange");
     }
     return old;
   }
@@ -150,15 +158,17 @@ class atomic {
     if (std::memcmp(&value_, &expected, sizeof(T)) == 0) {
       value_ = desired;
       if (ex != nullptr) {
-        ex->after_rmw(impl::current_thread, loc_, success, this, impl::bits_of(desired),
+        ex->metered(impl::current_thread, coherence_op::rmw, this, sizeof(T));
+        ex->after_rmw(impl::current_thread, success, this, impl::bits_of(desired),
                       "cas (succeeds)");
       }
       return true;
     }
     expected = value_;
     if (ex != nullptr) {
-      ex->after_load(impl::current_thread, loc_, failure, this, impl::bits_of(value_),
-                     "cas (fails)");
+      // A write intent on x86 (LOCK CMPXCHG takes the line exclusive whatever the outcome).
+      ex->metered(impl::current_thread, coherence_op::cas_failure, this, sizeof(T));
+      ex->after_load(impl::current_thread, failure, this, impl::bits_of(value_), "cas (fails)");
     }
     return false;
   }
@@ -182,44 +192,53 @@ class atomic {
 
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
-  auto fetch_add(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires impl::integral_word<T> {
+  auto fetch_add(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept -> T
+  requires impl::integral_word<T>
+  {
     return rmw("fetch_add", order, [arg](T v) { return wrap(v, arg, true); });
   }
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
-  auto fetch_sub(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires impl::integral_word<T> {
+  auto fetch_sub(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept -> T
+  requires impl::integral_word<T>
+  {
     return rmw("fetch_sub", order, [arg](T v) { return wrap(v, arg, false); });
   }
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
-  auto fetch_and(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires impl::integral_word<T> {
+  auto fetch_and(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept -> T
+  requires impl::integral_word<T>
+  {
     return rmw("fetch_and", order, [arg](T v) { return static_cast<T>(v & arg); });
   }
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
-  auto fetch_or(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires impl::integral_word<T> {
+  auto fetch_or(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept -> T
+  requires impl::integral_word<T>
+  {
     return rmw("fetch_or", order, [arg](T v) { return static_cast<T>(v | arg); });
   }
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
-  auto fetch_xor(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires impl::integral_word<T> {
+  auto fetch_xor(T arg, std::memory_order order = std::memory_order_seq_cst) noexcept -> T
+  requires impl::integral_word<T>
+  {
     return rmw("fetch_xor", order, [arg](T v) { return static_cast<T>(v ^ arg); });
   }
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_add(std::ptrdiff_t arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires std::is_pointer_v<T> {
+      -> T
+  requires std::is_pointer_v<T>
+  {
     return rmw("fetch_add", order, [arg](T v) { return v + arg; });
   }
   // Order as data: the caller's order (seq_cst by default, as std::atomic), forwarded to
   // after_rmw(), which records the acquire/release edges it stands for.
   auto fetch_sub(std::ptrdiff_t arg, std::memory_order order = std::memory_order_seq_cst) noexcept
-      -> T requires std::is_pointer_v<T> {
+      -> T
+  requires std::is_pointer_v<T>
+  {
     return rmw("fetch_sub", order, [arg](T v) { return v - arg; });
   }
 
@@ -243,14 +262,24 @@ class atomic {
     T const old = value_;
     value_ = fn(old);
     if (ex != nullptr) {
-      ex->after_rmw(impl::current_thread, loc_, order, this, impl::bits_of(value_), what);
+      ex->metered(impl::current_thread, coherence_op::rmw, this, sizeof(T));
+      ex->after_rmw(impl::current_thread, order, this, impl::bits_of(value_), what);
     }
     return old;
   }
 
-  T value_;
-  location loc_{};
+  // Aligned as std::atomic<T> is, and nothing else in the object: the model's atomic has the
+  // size and alignment of the real one, so the library's structures keep their real layout
+  // (which slots share a line, what fits a line) under the checker. Its memory-order state
+  // lives in the execution, keyed by address (execution::location_of).
+  alignas(std::atomic<T>) T value_;
 };
+
+static_assert(sizeof(atomic<std::uint64_t>) == sizeof(std::atomic<std::uint64_t>) &&
+                  alignof(atomic<std::uint64_t>) == alignof(std::atomic<std::uint64_t>) &&
+                  sizeof(atomic<std::uint32_t>) == sizeof(std::atomic<std::uint32_t>) &&
+                  sizeof(atomic<void*>) == sizeof(std::atomic<void*>),
+              "the model's atomic keeps the layout of std::atomic");
 
 }  // namespace impl
 
@@ -260,6 +289,7 @@ using atomic = impl::atomic<T>;
 /// A thread fence; the library only issues seq_cst ones (acquire + release in the clocks).
 inline void fence(std::memory_order order) noexcept {
   if (auto* ex = impl::enter_serialising("fence", nullptr); ex != nullptr) {
+    ex->metered(impl::current_thread, coherence_op::fence, nullptr, 0);
     ex->fence(impl::current_thread, order);
   }
 }
@@ -268,6 +298,7 @@ inline void fence(std::memory_order order) noexcept {
 /// the caller (execution::heavy_fence).
 inline void heavy_fence() noexcept {
   if (auto* ex = impl::enter_serialising("heavy_fence", nullptr); ex != nullptr) {
+    ex->metered(impl::current_thread, coherence_op::heavy_fence, nullptr, 0);
     ex->heavy_fence(impl::current_thread);
   }
 }
@@ -325,17 +356,26 @@ inline void futex_wake_all(atomic<std::uint32_t>& word) noexcept {
 }
 
 /// Marks a plain read of shared payload at `addr` for the race detector (not a scheduling
-/// point).
-inline void note_read(void const* addr, std::size_t /*size*/) noexcept {
+/// point); the coherence meter counts the lines of [addr, addr + size).
+inline void note_read(void const* addr, std::size_t size) noexcept {
   if (auto* ex = impl::current_execution; ex != nullptr) {
-    ex->access(impl::current_thread, addr, false);
+    ex->access(impl::current_thread, addr, size, false);
   }
 }
 
 /// Marks a plain write of shared payload at `addr` for the race detector.
-inline void note_write(void const* addr, std::size_t /*size*/) noexcept {
+inline void note_write(void const* addr, std::size_t size) noexcept {
   if (auto* ex = impl::current_execution; ex != nullptr) {
-    ex->access(impl::current_thread, addr, true);
+    ex->access(impl::current_thread, addr, size, true);
+  }
+}
+
+/// A prefetch for write (x86 PREFETCHW) of the line of `addr`: not a scheduling point and no
+/// effect on the clocks; the coherence meter counts it as a write intent (it takes the line
+/// exclusive as a store would).
+inline void prefetch_for_write(void const* addr) noexcept {
+  if (auto* ex = impl::current_execution; ex != nullptr) {
+    ex->metered(impl::current_thread, coherence_op::prefetch_for_write, addr, 1);
   }
 }
 

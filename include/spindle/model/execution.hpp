@@ -10,19 +10,24 @@
 // the declared memory order; buffer_store(), forwarded() and drain() model x86-TSO store
 // buffers (Owens, Sarkar, Sewell, TPHOLs 2009) when options::store_buffering is set;
 // futex_wait()/futex_wake() and join() block and wake model threads (threads.hpp); access()
-// checks a marked payload access for a data race. schedule_next() collects the candidates
-// (runnable threads, buffered stores that may reach memory, spinners that may spin out, and,
-// when nothing else can run, timed waits that may time out), fails the execution on a
-// deadlock or livelock, asks the chooser (strategies.hpp) and hands the token over.
+// checks a marked payload access for a data race; metered() reports an operation to the
+// coherence meter when options::meter is set (coherence.hpp); location_of() holds each atomic's
+// release clock, so that the model's atomic keeps the size of std::atomic. schedule_next()
+// collects the candidates (runnable threads, buffered stores that may reach memory, spinners
+// that may spin out, and, when nothing else can run, timed waits that may time out), fails the
+// execution on a deadlock or livelock, asks the chooser (strategies.hpp) and hands the token
+// over.
 // The scheduler design follows folly's DeterministicSchedule (folly/test/DeterministicSchedule.h).
 //
 // Thread safety: see the Synchronization block of `execution`. Progress: blocking; exactly one
 // model thread runs at a time. A failed execution is abandoned: its threads stay blocked for
 // good and explore() leaks the execution object, so they never touch freed memory.
-// Memory: per execution, its thread records, the race detector's map and a trace of the last
-// 48 events (printed with a failure).
+// Memory: per execution, its thread records, the race detector's map, the memory-order state
+// of each atomic it touched (location_of) and a trace of the last 48 events (printed with a
+// failure).
 // Part of the model checker; include <spindle/model/scheduler.hpp>.
 
+#include <spindle/model/coherence.hpp>
 #include <spindle/model/options.hpp>
 #include <spindle/model/race_detector.hpp>
 #include <spindle/model/strategies.hpp>
@@ -38,6 +43,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,9 +73,12 @@ inline thread_local bool forgetting = false;
 /// through `mutex_` orders one holder's accesses before the next holder's.
 class execution {
  public:
-  execution(options const& opts, chooser& ch) : opts_(opts), chooser_(ch) {
+  execution(options const& opts, chooser& ch) : opts_(opts), chooser_(ch), meter_(opts.meter) {
     // Never reallocated while threads run: operator delete (forget) may walk it.
     threads_.reserve(max_threads);
+    if (meter_ != nullptr) {
+      meter_->begin_execution();
+    }
   }
   execution(execution const&) = delete;
   auto operator=(execution const&) -> execution& = delete;
@@ -123,8 +132,9 @@ class execution {
   /// After a load (or a failed compare-exchange) with order `o`, as data: an acquire joins the
   /// clock that the release store or RMW it read from left on `loc`; a weaker load keeps that
   /// clock for the thread's next acquire fence.
-  void after_load(int me, location const& loc, std::memory_order o, void const* addr,
-                  std::uint64_t value, char const* what) {
+  void after_load(int me, std::memory_order o, void const* addr, std::uint64_t value,
+                  char const* what) {
+    auto const& loc = location_of(addr);
     auto& t = *threads_[idx(me)];
     if (is_acquire(o)) {
       t.clock.join(loc.release);
@@ -134,10 +144,16 @@ class execution {
     note_event(me, what, addr, value, order_name(o));
   }
 
+  /// After a load that read the thread's own buffered store (store forwarding): no
+  /// synchronisation, only the event.
+  void after_forwarded_load(int me, void const* addr, std::uint64_t value) {
+    note_event(me, "load (own buffered store)", addr, value, "relaxed");
+  }
+
   /// After a store with order `o`, as data: a release leaves the thread's clock on `loc` for
   /// the acquire loads that will read from it (pairs with after_load / after_rmw).
-  void after_store(int me, location& loc, std::memory_order o, void const* addr,
-                   std::uint64_t value) {
+  void after_store(int me, std::memory_order o, void const* addr, std::uint64_t value) {
+    auto& loc = location_of(addr);
     auto& t = *threads_[idx(me)];
     // A plain store starts a new release sequence (C++20 [intro.races]): only its own
     // release, or the thread's last release fence, is carried to an acquiring reader.
@@ -149,9 +165,18 @@ class execution {
 
   [[nodiscard]] auto buffering() const noexcept -> bool { return opts_.store_buffering; }
 
+  /// Reports operation `op` of thread `me` on [addr, addr + size) to the coherence meter, if
+  /// options::meter is set (coherence.hpp).
+  void metered(int me, coherence_op op, void const* addr, std::size_t size) {
+    if (meter_ != nullptr) {
+      meter_->record(me, op, addr, size);
+    }
+  }
+
   /// A store that is not seq_cst, in store_buffering mode: it waits in the buffer.
-  void buffer_store(int me, location& loc, std::memory_order o, void* target, void const* object,
-                    std::size_t size, std::uint64_t value) {
+  void buffer_store(int me, std::memory_order o, void* target, void const* object, std::size_t size,
+                    std::uint64_t value) {
+    auto& loc = location_of(object);
     auto& t = *threads_[idx(me)];
     buffered_store b;
     b.target = target;
@@ -186,6 +211,19 @@ class execution {
     }
   }
 
+  /// The memory-order state of the atomic object at `object` (its release clock), made empty
+  /// the first time the execution touches it. Kept here rather than in the object so that the
+  /// model's atomic has the size of std::atomic (atomic.hpp). The reference stays valid until
+  /// drop_location() or forget() covers the object.
+  auto location_of(void const* object) noexcept -> location& {
+    return locations_[reinterpret_cast<std::uintptr_t>(object)];
+  }
+
+  /// An atomic object dies: its memory-order state goes (the address may hold a new one).
+  void drop_location(void const* object) {
+    locations_.erase(reinterpret_cast<std::uintptr_t>(object));
+  }
+
   /// An atomic object dies: stores still buffered for it are dropped.
   void drop_buffered(void const* object) {
     for (auto& t : threads_) {
@@ -195,8 +233,9 @@ class execution {
 
   /// After a read-modify-write with order `o`, as data: its load half acquires as in
   /// after_load(), its store half releases as in after_store(), continuing the release sequence.
-  void after_rmw(int me, location& loc, std::memory_order o, void const* addr, std::uint64_t value,
+  void after_rmw(int me, std::memory_order o, void const* addr, std::uint64_t value,
                  char const* what) {
+    auto& loc = location_of(addr);
     auto& t = *threads_[idx(me)];
     if (is_acquire(o)) {
       t.clock.join(loc.release);
@@ -253,6 +292,7 @@ class execution {
     t.wait_expected = expected;
     t.timed = timed;
     t.timed_out = false;
+    metered(me, coherence_op::futex_wait, word, 0);
     note_event(me, timed ? "futex_wait_until (sleeps)" : "futex_wait (sleeps)", word, now, "");
     schedule_next(me);
     return !t.timed_out;
@@ -270,11 +310,13 @@ class execution {
     if (woken > 0) {
       wrote();
     }
+    metered(me, coherence_op::futex_wake, word, 0);
     note_event(me, all ? "futex_wake_all" : "futex_wake_one", word,
                static_cast<std::uint64_t>(woken), "");
   }
 
-  void access(int me, void const* addr, bool is_write) {
+  void access(int me, void const* addr, std::size_t size, bool is_write) {
+    metered(me, is_write ? coherence_op::payload_write : coherence_op::payload_read, addr, size);
     auto const& t = *threads_[idx(me)];
     if (auto const c = races_.access(me, t.clock, addr, is_write)) {
       race(me, addr, is_write ? "write" : "read", c->thread, c->access);
@@ -291,6 +333,7 @@ class execution {
         return a >= lo && a < lo + n;
       });
     }
+    locations_.erase(locations_.lower_bound(lo), locations_.lower_bound(lo + n));
   }
 
   auto spawn(int me, std::function<void()> fn) -> int {
@@ -646,6 +689,7 @@ class execution {
 
   options const& opts_;
   chooser& chooser_;
+  coherence_meter* meter_;
   std::mutex mutex_;
   std::condition_variable cv_;
   int current_ = -1;
@@ -657,6 +701,7 @@ class execution {
   std::vector<int> candidates_;
   std::vector<int> choices_;
   race_detector races_;
+  std::map<std::uintptr_t, location> locations_;  // location_of()
   std::uint64_t epoch_ = 0;
   std::uint64_t steps_ = 0;
   std::uint64_t forced_spins_ = 0;

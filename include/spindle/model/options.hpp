@@ -19,8 +19,16 @@
 
 namespace spindle::model {
 
-/// Threads per execution, the body included.
-inline constexpr std::size_t max_threads = 8;
+/// Threads per execution, the body included. A program may raise it for all of its
+/// translation units at once (-DSPINDLE_MODEL_MAX_THREADS=40, as the coherence meter's driver
+/// does for 32 model threads); the vector clocks and thread tables grow with it. At most 64.
+#ifndef SPINDLE_MODEL_MAX_THREADS
+#define SPINDLE_MODEL_MAX_THREADS 8
+#endif
+inline constexpr std::size_t max_threads = SPINDLE_MODEL_MAX_THREADS;
+static_assert(max_threads >= 2 && max_threads <= 64, "SPINDLE_MODEL_MAX_THREADS: 2 to 64");
+
+class coherence_meter;
 
 enum class strategy : std::uint8_t { random, pct, dfs, replay, bytes };
 
@@ -57,6 +65,10 @@ struct options {
   std::vector<std::uint8_t> bytes;  // strategy::bytes
   bool quiet = false;               // do not print the failure (tests that expect one)
   bool use_environment = true;      // honour SPINDLE_MODEL_REPLAY and SPINDLE_MODEL_SEED
+  /// When set, every instrumented operation of every execution is reported to it, which
+  /// counts the cache-line traffic it would cost (coherence.hpp). Not owned; must outlive
+  /// explore(). Null: nothing is counted.
+  coherence_meter* meter = nullptr;
 };
 
 /// `executions` random schedules, seeded from `seed`.

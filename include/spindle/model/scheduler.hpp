@@ -79,7 +79,8 @@
 // includes its parts: options.hpp (options, presets, report), strategies.hpp (the choosers),
 // race_detector.hpp (vector clocks and the payload race detector), threads.hpp (thread records,
 // blocking states, the OS thread pool) and execution.hpp (one run: the token, the scheduling
-// points, the checkers).
+// points, the checkers). coherence.hpp is the coherence cost meter (options::meter): it counts
+// the cache-line transfers and invalidations an execution would cost on a many-core machine.
 //
 // Thread safety: explore() may be called from any thread, one call at a time per thread; the
 // hooks in <spindle/model/atomic.hpp> may be called only by threads of a running execution

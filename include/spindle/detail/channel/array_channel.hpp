@@ -490,9 +490,10 @@ class array_channel {
   /// them, and several senders lost throughput by it on 16 cores, while a ping-pong (one sender
   /// a channel) gained (docs/performance.md, "Channel variants on 16 cores"). Not under the
   /// model checker, where the prefetch is no operation at all and the count's load would only
-  /// add steps.
+  /// add steps; except in the coherence meter's build (SPINDLE_MODEL_COHERENCE), which counts
+  /// what the prefetch costs (include/spindle/model/coherence.hpp).
   [[nodiscard]] auto prefetch_pays() const noexcept -> bool {
-#if defined(SPINDLE_MODEL_CHECK)
+#if defined(SPINDLE_MODEL_CHECK) && !defined(SPINDLE_MODEL_COHERENCE)
     return false;
 #else
     if constexpr (channel_tuning::prefetch == 2) {

@@ -183,7 +183,13 @@ class basic_injector {
     }
     // The batch's first task is returned; the others go to `sink` once the lock is released.
     task* first = nullptr;
+#if defined(SPINDLE_MODEL_CHECK)
+    // Each entry below take - 1 is written before it is read; g++ 12 cannot always see that
+    // through the model checker's atomics (-Wmaybe-uninitialized), so the model build zeroes it.
+    task* rest[max_batch - 1] = {};
+#else
     task* rest[max_batch - 1];
+#endif
     std::size_t take = 0;
     {
       pop_side& side = pop_.value;

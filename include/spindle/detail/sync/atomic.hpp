@@ -94,7 +94,9 @@ inline void spin_pause() noexcept {
 inline void thread_yield() noexcept {
   ::spindle::model::thread_yield();
 }
-inline void prefetch_for_write(void const* /*p*/) noexcept {}
+inline void prefetch_for_write(void const* p) noexcept {
+  ::spindle::model::prefetch_for_write(p);
+}
 inline void futex_wait(atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
   ::spindle::model::futex_wait(word, expected);
 }
