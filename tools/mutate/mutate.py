@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import json
 import os
 import re
 import shutil
@@ -148,6 +149,7 @@ class Suite:
         self.timeout = timeout
         self.skip = re.compile(skip) if skip else None
         self._all: list[str] | None = None
+        self._exe: dict[str, str] | None = None
 
     def configure(self) -> None:
         rc = run(["cmake", "--preset", "test", "-B", str(self.build)], self.src, self.log)
@@ -163,9 +165,28 @@ class Suite:
             self._all = [n for n in names if not (self.skip and self.skip.search(n))]
         return self._all
 
+    def executables(self) -> dict[str, str]:
+        """Each test's executable, from ctest's JSON: most tests are an executable of the same
+        name (tests/CMakeLists.txt), a few run a tool with arguments (coherence_smoke)."""
+        if self._exe is None:
+            out = subprocess.run(["ctest", "--test-dir", str(self.build), "--show-only=json-v1"],
+                                 capture_output=True, text=True, check=True)
+            self._exe = {}
+            for t in json.loads(out.stdout).get("tests", []):
+                command = t.get("command") or []
+                # A test that runs a program from outside the build (cmake -P) builds nothing.
+                if command and Path(command[0]).is_relative_to(self.build.resolve()):
+                    self._exe[t["name"]] = Path(command[0]).name
+                elif command:
+                    self._exe[t["name"]] = ""
+        return self._exe
+
     def build_targets(self, tests: list[str]) -> bool:
-        # Every test is an executable of the same name (tests/CMakeLists.txt).
-        cmd = ["cmake", "--build", str(self.build), "-j", str(self.jobs), "--target", *tests]
+        exe = self.executables()
+        targets = sorted({exe.get(t, t) for t in tests} - {""})
+        if not targets:
+            return True
+        cmd = ["cmake", "--build", str(self.build), "-j", str(self.jobs), "--target", *targets]
         return run(cmd, self.src, self.log) == 0
 
     def run_tests(self, tests: list[str]) -> list[str]:
