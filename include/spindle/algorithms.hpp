@@ -414,15 +414,15 @@ void sort(executor& ex, It first, It last, Comp& comp, std::size_t leaf_min,
 /// Thread safety: any thread. Throws: whatever op or the copies of T throw (the output is then
 /// partly written); std::bad_alloc; std::logic_error after shutdown (called from outside).
 template <std::random_access_iterator In, std::random_access_iterator Out, class Op>
-requires std::copyable<std::iter_value_t<In>> && std::indirectly_writable < Out,
-    std::iter_value_t<In>
-const& >
-    &&std::convertible_to<
-          std::invoke_result_t<Op&, std::iter_value_t<In>, std::iter_reference_t<In>>,
-          std::iter_value_t<In>>&& std::
-          convertible_to<std::invoke_result_t<Op&, std::iter_value_t<In>, std::iter_value_t<In>>,
-                         std::iter_value_t<In>> auto
-          parallel_scan(executor& ex, In first, In last, Out d_first, Op op) -> Out {
+requires std::copyable<std::iter_value_t<In>> &&
+         std::indirectly_writable<Out, std::iter_value_t<In> const&> &&
+         std::convertible_to<
+             std::invoke_result_t<Op&, std::iter_value_t<In>, std::iter_reference_t<In>>,
+             std::iter_value_t<In>> &&
+         std::convertible_to<
+             std::invoke_result_t<Op&, std::iter_value_t<In>, std::iter_value_t<In>>,
+             std::iter_value_t<In>>
+auto parallel_scan(executor& ex, In first, In last, Out d_first, Op op) -> Out {
   using T = std::iter_value_t<In>;
   auto const n = static_cast<std::size_t>(detail::index_count(first, last));
   detail::scan<T>(ex, first, n, d_first, op, static_cast<T const*>(nullptr),
@@ -435,9 +435,9 @@ const& >
 /// elements convert to T, and op(T, *first) and op(T, T) convert to T.
 template <std::random_access_iterator In, std::random_access_iterator Out, class Op, class T>
 requires std::copyable<T> && std::indirectly_writable<Out, T const&> &&
-    std::convertible_to<std::iter_reference_t<In>, T> &&
-    std::convertible_to<std::invoke_result_t<Op&, T, std::iter_reference_t<In>>, T> &&
-    std::convertible_to<std::invoke_result_t<Op&, T, T>, T>
+         std::convertible_to<std::iter_reference_t<In>, T> &&
+         std::convertible_to<std::invoke_result_t<Op&, T, std::iter_reference_t<In>>, T> &&
+         std::convertible_to<std::invoke_result_t<Op&, T, T>, T>
 auto parallel_scan(executor& ex, In first, In last, Out d_first, Op op, T init) -> Out {
   auto const n = static_cast<std::size_t>(detail::index_count(first, last));
   detail::scan<T>(ex, first, n, d_first, op, &init, detail::scan_block_min);
@@ -457,7 +457,7 @@ auto parallel_scan(executor& ex, In first, In last, Out d_first, Op op, T init) 
 /// cutoff; nothing has moved then).
 template <std::random_access_iterator It, class Comp = std::ranges::less>
 requires std::sortable<It, Comp> && std::is_nothrow_move_constructible_v<std::iter_value_t<It>> &&
-    std::is_nothrow_move_assignable_v<std::iter_value_t<It>>
+         std::is_nothrow_move_assignable_v<std::iter_value_t<It>>
 void parallel_sort(executor& ex, It first, It last, Comp comp = {}) {
   detail::sort(ex, first, last, comp, detail::sort_leaf_min, detail::sort_serial_cutoff);
 }

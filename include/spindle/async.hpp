@@ -47,15 +47,16 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 /// `co_await async_select(cases...)`: the coroutine form of spindle::select; returns the index
 /// of the chosen case after running its handler in the coroutine.
 template <select_case... Cases>
-requires(sizeof...(Cases) > 0) auto async_select(Cases&&... cases)
-    -> detail::select_awaiter<std::remove_cvref_t<Cases>...> {
+requires(sizeof...(Cases) > 0)
+auto async_select(Cases&&... cases) -> detail::select_awaiter<std::remove_cvref_t<Cases>...> {
   return detail::select_awaiter<std::remove_cvref_t<Cases>...>(
       /*biased=*/false, std::remove_cvref_t<Cases>(std::forward<Cases>(cases))...);
 }
 
 /// As async_select, preferring the earliest ready case.
 template <select_case... Cases>
-requires(sizeof...(Cases) > 0) auto async_select_biased(Cases&&... cases)
+requires(sizeof...(Cases) > 0)
+auto async_select_biased(Cases&&... cases)
     -> detail::select_awaiter<std::remove_cvref_t<Cases>...> {
   return detail::select_awaiter<std::remove_cvref_t<Cases>...>(
       /*biased=*/true, std::remove_cvref_t<Cases>(std::forward<Cases>(cases))...);

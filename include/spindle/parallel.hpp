@@ -82,7 +82,7 @@ struct static_partitioner {};
 /// A partitioner tag: the optional last argument of parallel_for and parallel_reduce.
 template <class P>
 concept partitioner = std::same_as<std::remove_cvref_t<P>, adaptive_partitioner> ||
-    std::same_as<std::remove_cvref_t<P>, static_partitioner>;
+                      std::same_as<std::remove_cvref_t<P>, static_partitioner>;
 
 /// A rectangle of indices [rows_first, rows_last) x [cols_first, cols_last) for the 2-D
 /// parallel_for, and the sub-blocks it passes to its body. A dimension no longer than its
@@ -121,7 +121,8 @@ struct loop_count<I> {
 };
 
 template <class I>
-requires(!std::integral<I> && std::integral<std::iter_difference_t<I>>) struct loop_count<I> {
+requires(!std::integral<I> && std::integral<std::iter_difference_t<I>>)
+struct loop_count<I> {
   using type = std::common_type_t<std::make_unsigned_t<std::iter_difference_t<I>>, std::size_t>;
 };
 
@@ -668,8 +669,8 @@ void parallel_for(executor& ex, I first, I last, F&& f) {
 /// Thread safety: any thread. Throws: whatever f throws; std::invalid_argument if f is a null
 /// pointer to function or member; std::logic_error after shutdown (called from outside).
 template <parallel_index I, class F, partitioner P>
-requires std::invocable < F&, blocked_range2d<I>
-const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f, P) {
+requires std::invocable<F&, blocked_range2d<I> const&>
+void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f, P) {
   detail::check_not_null(f, "spindle::parallel_for: f is a null pointer");
   using count = detail::loop_count_t<I>;
   count const rows_n = detail::index_count(range.rows_first, range.rows_last);
@@ -701,8 +702,8 @@ const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f,
 
 /// The 2-D loop with the adaptive partitioner.
 template <parallel_index I, class F>
-requires std::invocable < F&, blocked_range2d<I>
-const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f) {
+requires std::invocable<F&, blocked_range2d<I> const&>
+void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f) {
   parallel_for(ex, range, std::forward<F>(f), adaptive_partitioner{});
 }
 
@@ -717,8 +718,8 @@ const& > void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f)
 /// (called from outside the workers).
 template <parallel_index I, class T, class Map, class Reduce>
 requires std::invocable<Map&, I> && std::move_constructible<T> &&
-    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
-    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+         std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+         std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& reduce) -> T {
   return detail::parallel_reduce_1d<T>(ex, first, last, 1, init, map, reduce,
                                        adaptive_partitioner{});
@@ -730,8 +731,8 @@ auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& 
 /// file). The same contract otherwise.
 template <parallel_index I, class T, class Map, class Reduce, partitioner P>
 requires std::invocable<Map&, I> && std::move_constructible<T> &&
-    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
-    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+         std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+         std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, Map&& map,
                      Reduce&& reduce, P part) -> T {
   return detail::parallel_reduce_1d<T>(ex, first, last, grain, init, map, reduce, part);
@@ -740,8 +741,8 @@ auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, M
 /// parallel_reduce with a grain and the adaptive partitioner.
 template <parallel_index I, class T, class Map, class Reduce>
 requires std::invocable<Map&, I> && std::move_constructible<T> &&
-    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
-    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+         std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+         std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, Map&& map,
                      Reduce&& reduce) -> T {
   return detail::parallel_reduce_1d<T>(ex, first, last, grain, init, map, reduce,
@@ -751,8 +752,8 @@ auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, M
 /// parallel_reduce with grain 1 and partitioner `part`.
 template <parallel_index I, class T, class Map, class Reduce, partitioner P>
 requires std::invocable<Map&, I> && std::move_constructible<T> &&
-    std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
-    std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
+         std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
+         std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& reduce, P part)
     -> T {
   return detail::parallel_reduce_1d<T>(ex, first, last, 1, init, map, reduce, part);

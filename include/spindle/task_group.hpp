@@ -139,7 +139,8 @@ class task_group {
   /// not run and not counted); std::invalid_argument if fn is a null pointer to function or
   /// member; std::bad_alloc.
   template <class Fn>
-  requires(task_callable<Fn> || stoppable_task_callable<Fn>) void spawn(Fn&& fn) {
+  requires(task_callable<Fn> || stoppable_task_callable<Fn>)
+  void spawn(Fn&& fn) {
     detail::check_not_null(fn, "spindle::task_group::spawn: fn is a null pointer");
     using node = detail::group_task<task_group, std::decay_t<Fn>>;
     detail::node_ptr<node> owned(

@@ -23,8 +23,8 @@ struct void_result {
 /// and returning void or a movable object (the result is stored until the join reads it, so
 /// references are not allowed: they could dangle).
 template <class Fn>
-concept task_callable = std::invocable < std::decay_t<Fn>
-& > &&std::move_constructible<std::decay_t<Fn>> &&
+concept task_callable =
+    std::invocable<std::decay_t<Fn>&> && std::move_constructible<std::decay_t<Fn>> &&
     (std::is_void_v<std::invoke_result_t<std::decay_t<Fn>&>> ||
      (std::is_object_v<std::invoke_result_t<std::decay_t<Fn>&>> &&
       std::move_constructible<std::invoke_result_t<std::decay_t<Fn>&>>));

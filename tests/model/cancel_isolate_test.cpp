@@ -44,7 +44,6 @@ struct counted {
   ~counted() { live->fetch_sub(1, std::memory_order_relaxed); }
 };
 
-
 /// Whether the calling thread is inside the region of the isolation test (a model thread is a
 /// real thread, so a thread_local tells the threads apart).
 thread_local bool inside_region = false;

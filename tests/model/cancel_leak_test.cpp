@@ -164,7 +164,6 @@ auto live() -> std::int64_t {
   return live_blocks.load(std::memory_order_relaxed);
 }
 
-
 /// Runs `scenario` (which makes and destroys its executor) and checks that every watched block
 /// it allocated was freed; `expected` watched blocks must have been made (so that the test
 /// notices if the sizes stop matching the nodes).

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 namespace spindle_test {
 

@@ -69,7 +69,8 @@ TEST(ChannelCounter, OnlyASoleBoundedReceiverPolls) {
   EXPECT_EQ(bounded->receiver_may_poll(), available_cpus() >= 2);
   bounded->acquire_receiver();
   unbounded->acquire_receiver();
-  EXPECT_EQ(bounded->receiver_may_poll(), spindle::detail::channel_tuning::poll_shared && fits_three);
+  EXPECT_EQ(bounded->receiver_may_poll(),
+            spindle::detail::channel_tuning::poll_shared && fits_three);
   EXPECT_EQ(unbounded->receiver_may_poll(), fits_three);
   state::release_receiver(bounded);
   state::release_receiver(unbounded);
