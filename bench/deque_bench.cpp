@@ -133,7 +133,7 @@ struct spindle_span_peer_in : spindle_peer_in<Order> {
         fn(batch[i]);
       }
       if (!r.is_retry()) {
-        return r.is_success();
+        return r.is_stolen();
       }
     }
   }

@@ -90,6 +90,34 @@ TEST(Backpressure, Example) {
   EXPECT_EQ(a.handle.join() + b.handle.join(), 3);
 }
 
+// try_spawn and try_post results have the shape of every spindle result (channel_result.hpp):
+// `if (r)` exactly when accepted, and one is_...() per status; try_spawn's unpacks into its
+// status and handle.
+TEST(Backpressure, ResultsSayWhatHappened) {
+  spindle::executor ex(spindle::executor_options().workers(1).injector_capacity(1));
+  hold_workers busy(ex, 1);
+  auto [status, handle] = ex.try_spawn([] { return 5; });
+  EXPECT_EQ(status, spindle::submit_status::accepted);
+  auto const full_post = ex.try_post([] {});
+  EXPECT_FALSE(full_post);
+  EXPECT_TRUE(full_post.is_full());
+  EXPECT_FALSE(full_post.is_accepted());
+  EXPECT_FALSE(full_post.is_closed());
+  auto const full_spawn = ex.try_spawn([] { return 6; });
+  EXPECT_FALSE(full_spawn);
+  EXPECT_TRUE(full_spawn.is_full());
+  busy.release();
+  EXPECT_EQ(handle.join(), 5);
+  auto const accepted = ex.try_spawn([] { return 7; });
+  ASSERT_TRUE(accepted);
+  EXPECT_TRUE(accepted.is_accepted());
+  ex.shutdown();
+  EXPECT_TRUE(ex.try_post([] {}).is_closed());
+  auto const closed = ex.try_spawn([] { return 8; });
+  EXPECT_TRUE(closed.is_closed());
+  EXPECT_FALSE(closed.handle.valid());
+}
+
 // A refused callable is neither run nor moved from: the caller can retry with it.
 TEST(Backpressure, RefusedCallableIsKept) {
   auto const live0 = tracked_counts::live().load();
@@ -100,13 +128,13 @@ TEST(Backpressure, RefusedCallableIsKept) {
     static_cast<void>(t);
     ran.fetch_add(1);
   };
-  EXPECT_EQ(ex.try_post(work), spindle::submit_status::accepted);
-  EXPECT_EQ(ex.try_post(std::move(work)), spindle::submit_status::full);
+  EXPECT_EQ(ex.try_post(work).status, spindle::submit_status::accepted);
+  EXPECT_EQ(ex.try_post(std::move(work)).status, spindle::submit_status::full);
   EXPECT_EQ(ex.try_spawn(std::move(work)).status, spindle::submit_status::full);
   EXPECT_EQ(tracked_counts::live().load(), live0 + 1);
   busy.release();
   // Retry until accepted: the callable is still whole after two refusals.
-  while (ex.try_post(std::move(work)) != spindle::submit_status::accepted) {
+  while (ex.try_post(std::move(work)).status != spindle::submit_status::accepted) {
     std::this_thread::yield();
   }
   ex.shutdown();
@@ -186,7 +214,7 @@ TEST(Backpressure, ShutdownReleasesBlockedSubmitters) {
   }
   // Each submitter either got in before shutdown (and its task ran) or threw.
   EXPECT_EQ(threw.load() + ran.load(), 3);
-  EXPECT_EQ(ex.try_post([] {}), spindle::submit_status::closed);
+  EXPECT_EQ(ex.try_post([] {}).status, spindle::submit_status::closed);
 }
 
 // Many outside producers against a small bound: every task runs exactly once, and the queue
@@ -203,7 +231,8 @@ TEST(Backpressure, ManyProducersExactlyOnce) {
         if (i % 2 == 0) {
           ex.post([&ran] { ran.fetch_add(1); });
         } else {
-          while (ex.try_post([&ran] { ran.fetch_add(1); }) != spindle::submit_status::accepted) {
+          while (ex.try_post([&ran] { ran.fetch_add(1); }).status !=
+                 spindle::submit_status::accepted) {
             std::this_thread::yield();
           }
         }
@@ -248,10 +277,10 @@ TEST(Backpressure, ResumptionsTakeNoPlace) {
     }
     EXPECT_EQ(ex.metrics().injector_depth, static_cast<std::size_t>(coroutines));
     for (std::size_t i = 0; i < bound; ++i) {
-      EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::accepted)
+      EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }).status, spindle::submit_status::accepted)
           << "submission " << i;
     }
-    EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::full);
+    EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }).status, spindle::submit_status::full);
   }
   int sum = 0;
   for (auto& h : hs) {
@@ -270,7 +299,7 @@ TEST(Backpressure, ResumptionsTakeNoPlace) {
     }
   };
   auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (ex.try_post(gate) != spindle::submit_status::accepted) {
+  while (ex.try_post(gate).status != spindle::submit_status::accepted) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the injector stays full";
     std::this_thread::yield();
   }
@@ -278,10 +307,10 @@ TEST(Backpressure, ResumptionsTakeNoPlace) {
     std::this_thread::yield();
   }
   for (std::size_t i = 0; i < bound; ++i) {
-    EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::accepted)
+    EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }).status, spindle::submit_status::accepted)
         << "submission " << i << " after the resumptions ran";
   }
-  EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }), spindle::submit_status::full);
+  EXPECT_EQ(ex.try_post([&ran] { ran.fetch_add(1); }).status, spindle::submit_status::full);
   open.store(true);
   ex.shutdown();
   EXPECT_EQ(ran.load(), static_cast<int>(2 * bound));

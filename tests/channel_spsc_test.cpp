@@ -110,8 +110,9 @@ TEST(SpscChannel, Example) {
 
 // ---- Handles ---------------------------------------------------------------------------------
 
-// The handles are move-only and are a sender<T> / receiver<T>, so they go wherever those are
-// taken by reference; the receiver is an input range that is not sized.
+// The handles are move-only and are a basic_sender<T> / basic_receiver<T>, so they go wherever
+// those are taken by reference, but not a (copyable) sender<T> / receiver<T>; the receiver is an
+// input range that is not sized.
 TEST(SpscChannel, HandlesAreMoveOnlySendersAndReceivers) {
   using tx_t = spindle::spsc_sender<int>;
   using rx_t = spindle::spsc_receiver<int>;
@@ -122,14 +123,29 @@ TEST(SpscChannel, HandlesAreMoveOnlySendersAndReceivers) {
                 std::is_nothrow_move_assignable_v<tx_t>);
   static_assert(std::is_nothrow_move_constructible_v<rx_t> &&
                 std::is_nothrow_move_assignable_v<rx_t>);
-  static_assert(std::is_base_of_v<spindle::sender<int>, tx_t>);
-  static_assert(std::is_base_of_v<spindle::receiver<int>, rx_t>);
+  static_assert(std::is_base_of_v<spindle::basic_sender<int>, tx_t>);
+  static_assert(std::is_base_of_v<spindle::basic_receiver<int>, rx_t>);
+  // Not a sender<T> / receiver<T>, whose copies would give the channel a second handle.
+  static_assert(!std::is_base_of_v<spindle::sender<int>, tx_t>);
+  static_assert(!std::is_base_of_v<spindle::receiver<int>, rx_t>);
+  static_assert(!std::is_convertible_v<tx_t&, spindle::sender<int>&>);
+  static_assert(!std::is_constructible_v<spindle::sender<int>, tx_t&>);
+  static_assert(!std::is_constructible_v<spindle::receiver<int>, rx_t&&>);
+  // The common bases can be neither copied nor moved nor assigned.
+  static_assert(!std::is_copy_constructible_v<spindle::basic_sender<int>>);
+  static_assert(!std::is_move_constructible_v<spindle::basic_sender<int>>);
+  static_assert(!std::is_copy_assignable_v<spindle::basic_sender<int>>);
+  static_assert(!std::is_move_assignable_v<spindle::basic_sender<int>>);
+  static_assert(!std::is_copy_constructible_v<spindle::basic_receiver<int>>);
+  static_assert(!std::is_move_constructible_v<spindle::basic_receiver<int>>);
+  static_assert(!std::is_copy_assignable_v<spindle::basic_receiver<int>>);
+  static_assert(!std::is_move_assignable_v<spindle::basic_receiver<int>>);
   static_assert(std::ranges::input_range<rx_t>);
   static_assert(!std::ranges::sized_range<rx_t>);
 
   auto [tx, rx] = spindle::bounded_spsc<int>(2);
-  spindle::sender<int>& base_tx = tx;
-  spindle::receiver<int>& base_rx = rx;
+  spindle::basic_sender<int>& base_tx = tx;
+  spindle::basic_receiver<int>& base_rx = rx;
   ASSERT_TRUE(base_tx.send(1));
   EXPECT_EQ(base_rx.recv(), 1);
 }
@@ -997,7 +1013,7 @@ TEST(SpscChannel, WaitingSidesDoNotSpin) {
 
 // ---- Select ----------------------------------------------------------------------------------
 
-// The spsc handles are a receiver<T>& and a sender<T>& to select's cases: a ready receive and
+// The spsc handles go to select's cases as any handle does: a ready receive and
 // a ready send are chosen at once; nothing ready picks the default.
 TEST(SpscSelect, ReadyCasesAreChosen) {
   auto [in_tx, in_rx] = spindle::bounded_spsc<int>(1);

@@ -35,7 +35,7 @@ TEST(Deque, Example) {
 
   std::uint32_t stolen = 0;
   std::thread other([&thief, &stolen] {
-    if (auto r = thief.steal(); r.is_success()) {
+    if (auto r = thief.steal(); r.is_stolen()) {
       stolen = *r.value;
     }
   });
@@ -183,7 +183,7 @@ TEST(Deque, StealTakesOldestItem) {
     for (int i = 0; i < 5; ++i) {
       auto r = s.steal();
       ASSERT_TRUE(r);
-      EXPECT_EQ(r.status, steal_status::success);
+      EXPECT_EQ(r.status, steal_status::stolen);
       EXPECT_EQ(r.value, i);
     }
   }
@@ -195,14 +195,14 @@ TEST(Deque, StealResultStates) {
   auto empty = s.steal();
   EXPECT_FALSE(empty);
   EXPECT_TRUE(empty.is_empty());
-  EXPECT_FALSE(empty.is_success());
+  EXPECT_FALSE(empty.is_stolen());
   EXPECT_FALSE(empty.is_retry());
   EXPECT_FALSE(empty.value.has_value());
 
   w.push(3);
   auto got = s.steal();
   EXPECT_TRUE(got);
-  EXPECT_TRUE(got.is_success());
+  EXPECT_TRUE(got.is_stolen());
   EXPECT_EQ(got.value, 3);
 
   spindle::steal_result<int> lost{steal_status::retry, std::nullopt};
@@ -382,7 +382,7 @@ TEST(Deque, StealBatchFromAnEmptyDequeTakesNothing) {
   EXPECT_EQ(r.count, 0U);
   victim.push(7);
   r = s.steal_batch(out);
-  ASSERT_TRUE(r.is_success());
+  ASSERT_TRUE(r.is_stolen());
   EXPECT_EQ(r.count, 1U);
   EXPECT_EQ(out[0], 7);
   EXPECT_TRUE(victim.empty());
@@ -442,7 +442,7 @@ TEST(Deque, RandomOperationsMatchAModel) {
           if (model.empty()) {
             ASSERT_TRUE(got.is_empty());
           } else {
-            ASSERT_TRUE(got.is_success());
+            ASSERT_TRUE(got.is_stolen());
             ASSERT_EQ(got.value, model.front());
             model.pop_front();
           }
@@ -457,7 +457,7 @@ TEST(Deque, RandomOperationsMatchAModel) {
             ASSERT_EQ(got.count, 0U);
             break;
           }
-          ASSERT_TRUE(got.is_success());
+          ASSERT_TRUE(got.is_stolen());
           ASSERT_EQ(got.count, std::min((model.size() + 1) / 2, n));
           for (std::size_t i = 0; i < got.count; ++i) {
             ASSERT_EQ(out[i], model.front());
@@ -471,7 +471,7 @@ TEST(Deque, RandomOperationsMatchAModel) {
             ASSERT_TRUE(got.is_empty());
             break;
           }
-          ASSERT_TRUE(got.is_success());
+          ASSERT_TRUE(got.is_stolen());
           auto const claim = std::min<std::size_t>((model.size() + 1) / 2, 33);
           ASSERT_EQ(got.value, model.front());
           model.pop_front();
@@ -495,5 +495,20 @@ TEST(Deque, RandomOperationsMatchAModel) {
 
 }  // namespace
 
-// The owner handle's former name still works: the same type, no cost.
+// The 0.1.0 names deprecated for 1.0 still work (and warn): the owner handle's former name is
+// the same type, and the former success status and helper are the new ones.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static_assert(std::is_same_v<spindle::worker<int*>, spindle::deque_owner<int*>>);
+static_assert(spindle::steal_status::success == spindle::steal_status::stolen);
+TEST(Deque, DeprecatedSuccessNamesStillWork) {
+  spindle::deque_owner<int*> owner;
+  int item = 0;
+  owner.push(&item);
+  auto const r = owner.stealer().steal();
+  EXPECT_TRUE(r.is_success());
+  EXPECT_EQ(r.status, spindle::steal_status::success);
+  spindle::steal_batch_result const none{spindle::steal_status::empty, 0};
+  EXPECT_FALSE(none.is_success());
+}
+#pragma GCC diagnostic pop

@@ -66,12 +66,28 @@ TEST(ExecutorOptions, Example) {
   EXPECT_EQ(stopped.load(), 2);  // once per worker, after its last task
 }
 
-// workers == 0 means the default count (the usable processors), as executor{} does.
-TEST(ExecutorOptions, ZeroWorkersMeansTheDefault) {
+// Options that do not set workers give the default count (the usable processors), as
+// executor{} does.
+TEST(ExecutorOptions, UnsetWorkersMeansTheDefault) {
   spindle::executor def;
   spindle::executor ex(spindle::executor_options{});
   EXPECT_EQ(ex.size(), def.size());
   EXPECT_GE(ex.size(), 1U);
+  EXPECT_FALSE(spindle::executor_options{}.workers().has_value());
+  EXPECT_EQ(spindle::executor_options{}.workers(3).workers(), 3U);
+}
+
+// workers(0) is an error, as executor(0) is, reported when the executor is built and naming
+// the setting.
+TEST(ExecutorOptions, ZeroWorkersThrows) {
+  EXPECT_THROW(spindle::executor{0}, std::invalid_argument);
+  try {
+    spindle::executor ex(spindle::executor_options().workers(0));
+    ADD_FAILURE() << "workers(0) built an executor of " << ex.size() << " workers";
+  } catch (std::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("spindle::executor_options::workers"), std::string::npos) << what;
+  }
 }
 
 #if defined(__linux__)

@@ -250,7 +250,7 @@ TEST(Executor, FibWithJoinOnMoreWorkersThanCores) {
   EXPECT_EQ(fib_join(ex, 20), fib_serial(20));
 }
 
-TEST(Executor, StatsCountTasksRun) {
+TEST(Executor, MetricsCountTasksRun) {
   spindle::executor ex{2};
   std::vector<spindle::join_handle<void>> hs;
   for (int i = 0; i < 100; ++i) {
@@ -260,14 +260,36 @@ TEST(Executor, StatsCountTasksRun) {
     h.join();
   }
   ex.shutdown();
-  auto const st = ex.stats();
-  ASSERT_EQ(st.size(), 2U);
+  auto const m = ex.metrics();
+  ASSERT_EQ(m.workers.size(), 2U);
   std::uint64_t run = 0;
-  for (auto const& s : st) {
-    run += s.tasks_run;
-    EXPECT_LE(s.tasks_stolen, s.steal_attempts);
+  for (auto const& w : m.workers) {
+    run += w.tasks_run;
+    EXPECT_LE(w.tasks_stolen, w.steal_attempts);
   }
   EXPECT_EQ(run, 100U);
+}
+
+// The deprecated stats() still works until 1.0: the same four counters as metrics(), which
+// agree once the executor is shut down.
+TEST(Executor, DeprecatedStatsAgreeWithMetrics) {
+  spindle::executor ex{2};
+  for (int i = 0; i < 50; ++i) {
+    ex.spawn([] {}).join();
+  }
+  ex.shutdown();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  auto const st = ex.stats();
+#pragma GCC diagnostic pop
+  auto const m = ex.metrics();
+  ASSERT_EQ(st.size(), m.workers.size());
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    EXPECT_EQ(st[i].tasks_run, m.workers[i].tasks_run) << i;
+    EXPECT_EQ(st[i].tasks_stolen, m.workers[i].tasks_stolen) << i;
+    EXPECT_EQ(st[i].steal_attempts, m.workers[i].steal_attempts) << i;
+    EXPECT_EQ(st[i].times_parked, m.workers[i].times_parked) << i;
+  }
 }
 
 TEST(Executor, SpawnAfterShutdownThrowsAndDoesNotRun) {
@@ -328,8 +350,8 @@ TEST(Executor, TaskSubmittedWhileAllWorkersParkRunsPromptly) {
   spindle::executor ex{3};
   auto parked = [&] {
     std::uint64_t p = 0;
-    for (auto const& s : ex.stats()) {
-      p += s.times_parked;
+    for (auto const& w : ex.metrics().workers) {
+      p += w.times_parked;
     }
     return p;
   };
@@ -376,8 +398,8 @@ TEST(Executor, TaskLeftByABlockedWorkerIsStolen) {
 TEST(Executor, TaskWaitingForALaterPostGetsASecondWorker) {
   spindle::executor ex{2};
   int const rounds = 50;
-  auto const parked_since = [&ex](std::vector<spindle::worker_stats> const& before) {
-    auto const now = ex.stats();
+  auto const parked_since = [&ex](std::vector<spindle::worker_metrics> const& before) {
+    auto const now = ex.metrics().workers;
     for (std::size_t i = 0; i < now.size(); ++i) {
       if (now[i].times_parked <= before[i].times_parked) {
         return false;
@@ -385,7 +407,7 @@ TEST(Executor, TaskWaitingForALaterPostGetsASecondWorker) {
     }
     return true;
   };
-  std::vector<spindle::worker_stats> before(ex.stats().size());
+  std::vector<spindle::worker_metrics> before(ex.metrics().workers.size());
   for (int round = 0; round < rounds; ++round) {
     // Both workers asleep, as far as the statistics tell: each parked since the last round
     // began (a round in which one was still awake passes without testing the wake).
@@ -393,7 +415,7 @@ TEST(Executor, TaskWaitingForALaterPostGetsASecondWorker) {
     while (!parked_since(before) && std::chrono::steady_clock::now() < settle) {
       std::this_thread::yield();
     }
-    before = ex.stats();
+    before = ex.metrics().workers;
     std::atomic<bool> second_ran{false};
     std::atomic<bool> first_saw_second{false};
     std::promise<void> first_done;

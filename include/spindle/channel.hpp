@@ -6,7 +6,9 @@
 // `bounded<T>(n)` and `unbounded<T>()` return a connected pair of handles, a `sender<T>` and a
 // `receiver<T>`. Both are copyable (reference counted) and every operation may be called from
 // any thread, through any copy. `bounded_spsc<T>(n)` returns a move-only `spsc_sender<T>` and
-// `spsc_receiver<T>`, each for one thread at a time, with every operation of the others.
+// `spsc_receiver<T>`, each for one thread at a time, with every operation of the others. The
+// operations live in `basic_sender<T>` and `basic_receiver<T>`, the non-copyable bases of both
+// kinds: take a handle as a basic_sender<T>& / basic_receiver<T>& to accept either.
 // Examples: tests/channel_test.cpp (test `Channel.Example`), examples/channel_pipeline.cpp and
 // examples/channel_spsc.cpp.
 //
@@ -102,6 +104,10 @@
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
 template <transferable T>
+class basic_sender;
+template <transferable T>
+class basic_receiver;
+template <transferable T>
 class sender;
 template <transferable T>
 class receiver;
@@ -142,33 +148,33 @@ struct channel_access {
   template <class T>
   static auto make_spsc_pair(channel_state<T>* s) noexcept
       -> std::pair<spsc_sender<T>, spsc_receiver<T>> {
-    return {spsc_sender<T>(sender<T>(s, adopt_handle)),
-            spsc_receiver<T>(receiver<T>(s, adopt_handle))};
+    return {spsc_sender<T>(s, adopt_handle), spsc_receiver<T>(s, adopt_handle)};
   }
   /// The state behind a handle, for select and the awaitable operations.
   template <class T>
-  static auto state_of(sender<T> const& tx) noexcept -> channel_state<T>& {
+  static auto state_of(basic_sender<T> const& tx) noexcept -> channel_state<T>& {
     return tx.get();
   }
   template <class T>
-  static auto state_of(receiver<T> const& rx) noexcept -> channel_state<T>& {
+  static auto state_of(basic_receiver<T> const& rx) noexcept -> channel_state<T>& {
     return rx.get();
   }
 };
 }  // namespace detail
 
-/// The sending handle of a channel. Copyable: every copy sends into the same channel; the
-/// channel closes for receivers (after they drain it) when the last sender is destroyed.
+/// Every operation of a sending handle, and the type to take a sending handle by reference
+/// when any will do (select's on_send, a function that sends): both `sender<T>` (copyable)
+/// and `spsc_sender<T>` (move-only) are a basic_sender<T>. A basic_sender itself can be
+/// neither made, copied, moved nor assigned: its special members are protected, so that a
+/// copy of an spsc_sender, which would give its channel a second producer, does not compile
+/// through a basic_sender& either.
 ///
-/// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
-/// too, except assignment and destruction of that copy. A moved-from sender may only be
-/// destroyed, assigned to, copied or moved; any other use is reported in every build.
+/// Thread safety: that of the handle (sender<T>: any thread; spsc_sender<T>: one at a time). A
+/// moved-from handle may only be destroyed, assigned to, copied or moved; any other use is
+/// reported in every build.
 template <transferable T>
-class sender {
+class basic_sender {
  public:
-  // Copy, move, assignment and destruction are those of detail::state_ref: a copy counts
-  // one more sender, a move leaves a moved-from sender, the last sender gone closes.
-
   /// Sends `value`, blocking while a bounded channel is full (or, for a rendezvous, until a
   /// receiver takes it). Returns `sent`, or `closed` with the value handed back.
   /// Throws: std::bad_alloc (unbounded only) when a new block cannot be allocated; nothing was
@@ -279,11 +285,22 @@ class sender {
   /// The bound; 0 for a rendezvous; std::numeric_limits<std::size_t>::max() for unbounded.
   [[nodiscard]] auto capacity() const noexcept -> std::size_t { return get().capacity(); }
 
+ protected:
+  /// Adopts one handle count of `state` (the derived handles' constructors, for
+  /// bounded(), unbounded() and bounded_spsc()).
+  basic_sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
+      : ref_(state) {}
+
+  // Those of detail::state_ref: a copy counts one more sender, a move leaves a moved-from
+  // handle, the last sender gone closes. Protected: see the class comment.
+  basic_sender(basic_sender const&) = default;
+  basic_sender(basic_sender&&) noexcept = default;
+  auto operator=(basic_sender const&) -> basic_sender& = default;
+  auto operator=(basic_sender&&) noexcept -> basic_sender& = default;
+  ~basic_sender() = default;
+
  private:
   friend struct detail::channel_access;
-
-  /// Adopts one handle count of `state` (bounded() and unbounded(), through channel_access).
-  sender(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept : ref_(state) {}
 
   /// The blocking send of send(), send_for() and send_until(): the value is handed back
   /// unless sent.
@@ -310,19 +327,40 @@ class sender {
   detail::state_ref<T, detail::channel_side::sender> ref_;
 };
 
-/// The receiving handle of a channel. Copyable: every copy receives from the same channel
-/// (each value goes to exactly one receiver); buffered values are destroyed when the last
-/// receiver is destroyed.
+/// The sending handle of a channel made by bounded() or unbounded(). Copyable: every copy
+/// sends into the same channel; the channel closes for receivers (after they drain it) when
+/// the last sender is destroyed. Its operations are basic_sender<T>'s.
 ///
 /// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
-/// too, except assignment and destruction of that copy. A moved-from receiver may only be
+/// too, except assignment and destruction of that copy. A moved-from sender may only be
 /// destroyed, assigned to, copied or moved; any other use is reported in every build.
 template <transferable T>
-class receiver {
+class sender : public basic_sender<T> {
  public:
-  // Copy, move, assignment and destruction are those of detail::state_ref: a copy counts
-  // one more receiver, a move leaves a moved-from receiver, the last receiver gone discards.
+  sender(sender const&) = default;
+  sender(sender&&) noexcept = default;
+  auto operator=(sender const&) -> sender& = default;
+  auto operator=(sender&&) noexcept -> sender& = default;
+  ~sender() = default;
 
+ private:
+  friend struct detail::channel_access;
+  sender(detail::channel_state<T>* state, detail::adopt_handle_t tag) noexcept
+      : basic_sender<T>(state, tag) {}
+};
+
+/// Every operation of a receiving handle, and the type to take a receiving handle by
+/// reference when any will do (select's on_recv, a function that receives, a range loop):
+/// both `receiver<T>` (copyable) and `spsc_receiver<T>` (move-only) are a basic_receiver<T>.
+/// Its special members are protected, as basic_sender's: a copy of an spsc_receiver does not
+/// compile through a basic_receiver& either.
+///
+/// Thread safety: that of the handle (receiver<T>: any thread; spsc_receiver<T>: one at a
+/// time). A moved-from handle may only be destroyed, assigned to, copied or moved; any other
+/// use is reported in every build.
+template <transferable T>
+class basic_receiver {
+ public:
   /// Receives the next value, blocking while the channel is empty. Returns std::nullopt only
   /// when the channel is closed and drained. The only receive that returns a plain optional:
   /// it can end in just two ways (a value, or closed for good), which an optional says
@@ -341,7 +379,8 @@ class receiver {
 
   /// As recv(), but `stop.request_stop()` from any thread ends the wait: `received`, `closed`
   /// (closed and drained) or `cancelled`. A value already buffered is received even when stop
-  /// was requested.
+  /// was requested. A recv_result rather than recv()'s optional: this receive fails in two
+  /// ways (closed, cancelled), and the caller must tell them apart.
   auto recv(std::stop_token stop) noexcept -> recv_result<T> {
     return get().recv({std::nullopt, &stop});
   }
@@ -453,7 +492,7 @@ class receiver {
 
     /// An iterator at the end.
     iterator() = default;
-    explicit iterator(receiver* rx) noexcept : rx_(rx), state_(state::unread) {}
+    explicit iterator(basic_receiver* rx) noexcept : rx_(rx), state_(state::unread) {}
 
     iterator(iterator&& other) noexcept : rx_(other.rx_), state_(other.state_) {
       if (state_ == state::holding) {
@@ -529,7 +568,7 @@ class receiver {
       }
     }
 
-    receiver* rx_ = nullptr;
+    basic_receiver* rx_ = nullptr;
     // Mutable: comparing with the end and dereferencing receive, and both are const (as
     // std::indirectly_readable and std::sentinel_for require).
     // INVARIANT: current_ holds a value exactly when state_ == holding.
@@ -547,12 +586,21 @@ class receiver {
     return std::default_sentinel;
   }
 
+ protected:
+  /// Adopts one handle count of `state` (the derived handles' constructors).
+  basic_receiver(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
+      : ref_(state) {}
+
+  // Those of detail::state_ref: a copy counts one more receiver, a move leaves a moved-from
+  // handle, the last receiver gone discards. Protected: see the class comment.
+  basic_receiver(basic_receiver const&) = default;
+  basic_receiver(basic_receiver&&) noexcept = default;
+  auto operator=(basic_receiver const&) -> basic_receiver& = default;
+  auto operator=(basic_receiver&&) noexcept -> basic_receiver& = default;
+  ~basic_receiver() = default;
+
  private:
   friend struct detail::channel_access;
-
-  /// Adopts one handle count of `state` (bounded() and unbounded(), through channel_access).
-  receiver(detail::channel_state<T>* state, detail::adopt_handle_t /*tag*/) noexcept
-      : ref_(state) {}
 
   /// The channel; every operation other than the special members goes through here.
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& { return ref_.get(); }
@@ -566,6 +614,28 @@ class receiver {
   detail::state_ref<T, detail::channel_side::receiver> ref_;
 };
 
+/// The receiving handle of a channel made by bounded() or unbounded(). Copyable: every copy
+/// receives from the same channel (each value goes to exactly one receiver); buffered values
+/// are destroyed when the last receiver is destroyed. Its operations are basic_receiver<T>'s.
+///
+/// Thread safety: any thread may use any copy. Operations may run concurrently on one copy
+/// too, except assignment and destruction of that copy. A moved-from receiver may only be
+/// destroyed, assigned to, copied or moved; any other use is reported in every build.
+template <transferable T>
+class receiver : public basic_receiver<T> {
+ public:
+  receiver(receiver const&) = default;
+  receiver(receiver&&) noexcept = default;
+  auto operator=(receiver const&) -> receiver& = default;
+  auto operator=(receiver&&) noexcept -> receiver& = default;
+  ~receiver() = default;
+
+ private:
+  friend struct detail::channel_access;
+  receiver(detail::channel_state<T>* state, detail::adopt_handle_t tag) noexcept
+      : basic_receiver<T>(state, tag) {}
+};
+
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE
 
 /// A receiver is not a sized range, although it has a size(): its size is a snapshot that other
@@ -574,6 +644,8 @@ class receiver {
 /// closed: it would end early on a channel still being filled, and dereference past the end when
 /// another receiver took a value in between. ([range.sized]: opting out is what
 /// disable_sized_range is for.)
+template <class T>
+inline constexpr bool std::ranges::disable_sized_range<spindle::basic_receiver<T>> = true;
 template <class T>
 inline constexpr bool std::ranges::disable_sized_range<spindle::receiver<T>> = true;
 template <class T>
@@ -610,17 +682,18 @@ auto unbounded() {
   return detail::channel_access::make_pair(s);
 }
 
-/// The sending handle of a channel made by bounded_spsc(): a sender<T> that cannot be copied,
-/// so that the channel has exactly one. Every sender<T> operation works on it, and it goes
-/// wherever a sender<T>& is taken (select's on_send, the awaitable operations).
+/// The sending handle of a channel made by bounded_spsc(): move-only, so that the channel
+/// has exactly one. Every operation of sender<T> works on it (both are a basic_sender<T>), and
+/// it goes wherever a basic_sender<T>& is taken (select's on_send, a function that sends);
+/// not where a sender<T> is, which could be copied. A copy does not compile, directly or
+/// through basic_sender<T>.
 ///
 /// Thread safety: one thread at a time; moving it (or handing it over with the usual
 /// synchronization) gives it to another thread. Two threads using it at once is a precondition
 /// violation, as for every single-producer queue; builds with SPINDLE_ASSERTIONS report it
-/// (detail/channel/spsc_channel.hpp says how, and why not every build). A copy made through
-/// sender<T> is reported in every build.
+/// (detail/channel/spsc_channel.hpp says how, and why not every build).
 template <transferable T>
-class spsc_sender : public sender<T> {
+class spsc_sender : public basic_sender<T> {
  public:
   spsc_sender(spsc_sender&&) noexcept = default;
   auto operator=(spsc_sender&&) noexcept -> spsc_sender& = default;
@@ -630,13 +703,14 @@ class spsc_sender : public sender<T> {
 
  private:
   friend struct detail::channel_access;
-  explicit spsc_sender(sender<T>&& adopted) noexcept : sender<T>(std::move(adopted)) {}
+  spsc_sender(detail::channel_state<T>* state, detail::adopt_handle_t tag) noexcept
+      : basic_sender<T>(state, tag) {}
 };
 
-/// The receiving handle of a channel made by bounded_spsc(): a receiver<T> that cannot be
-/// copied. Thread safety: as spsc_sender.
+/// The receiving handle of a channel made by bounded_spsc(): move-only, a basic_receiver<T>
+/// as receiver<T> is, but not a receiver<T>. Thread safety: as spsc_sender.
 template <transferable T>
-class spsc_receiver : public receiver<T> {
+class spsc_receiver : public basic_receiver<T> {
  public:
   spsc_receiver(spsc_receiver&&) noexcept = default;
   auto operator=(spsc_receiver&&) noexcept -> spsc_receiver& = default;
@@ -646,7 +720,8 @@ class spsc_receiver : public receiver<T> {
 
  private:
   friend struct detail::channel_access;
-  explicit spsc_receiver(receiver<T>&& adopted) noexcept : receiver<T>(std::move(adopted)) {}
+  spsc_receiver(detail::channel_state<T>* state, detail::adopt_handle_t tag) noexcept
+      : basic_receiver<T>(state, tag) {}
 };
 
 /// Creates a bounded channel for one sending thread and one receiving thread at a time: a

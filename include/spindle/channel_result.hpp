@@ -8,6 +8,16 @@
 // A result is a status and a `std::optional<T>`: the received message, or the caller's value
 // handed back by a send that did not happen, so no value is ever lost in a result. Test it
 // with `if (r)` (sent / received) or one of the `is_...()` helpers.
+//
+// The shape of every result type in spindle (these two; steal_result and steal_batch_result in
+// deque_result.hpp; try_post_result and try_spawn_result in executor.hpp):
+//   - a `struct [[nodiscard]]` whose `status` member is an enum class saying how the call
+//     ended, next to what the call hands back (a value, a count, a join handle);
+//   - `explicit operator bool`, true exactly on success;
+//   - one `[[nodiscard]] is_<enumerator>()` per enumerator of its status.
+// The success enumerator says what happened to the value or the task: `sent`, `received`,
+// `stolen`, `accepted`. Every other enumerator names why that did not happen (`full`, `empty`,
+// `closed`, `timed_out`, `cancelled`, `retry`).
 
 #include <spindle/detail/sync/config.hpp>
 
@@ -24,7 +34,7 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 /// discard), so neither may ~T: a throwing destructor during a discard would leak the rest.
 template <class T>
 concept transferable = std::is_object_v<T> && std::is_nothrow_move_constructible_v<T> &&
-    std::is_nothrow_destructible_v<T>;
+                       std::is_nothrow_destructible_v<T>;
 
 /// How a send ended.
 enum class send_status : std::uint8_t {

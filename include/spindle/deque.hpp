@@ -5,8 +5,8 @@
 // One thread, the owner, holds the `deque_owner<T>` and pushes and pops at the bottom; any thread
 // holding a `stealer<T>` takes the oldest item from the top. An executor gives each of its
 // worker threads one deque and lets idle threads steal from the others. (The owner handle was
-// called `worker<T>`, after crossbeam-deque's `Worker`; that name is kept as an alias, but an
-// executor's "workers" are its threads, so the library and its examples say `deque_owner`.)
+// called `worker<T>`, after crossbeam-deque's `Worker`; that name is a deprecated alias at
+// 0.1.0, removed at 1.0: an executor's "workers" are its threads.)
 // Example: examples/deque.cpp and the `Example` test in tests/deque_test.cpp.
 //
 // Algorithm: Chase and Lev's growable deque (SPAA 2005) with the C11 orderings that Lê, Pop,
@@ -204,7 +204,7 @@ class stealer {
   /// deque and nothing more, where steal_batch_and_pop costs a second take from `dest`. Claims
   /// as steal_batch_and_pop does: one CAS for the whole batch from a FIFO deque, one CAS per
   /// item from a LIFO deque, stopping at the first lost race. On a result other than
-  /// `success` nothing was taken and the contents of `out` are unspecified (a FIFO claim
+  /// `stolen` nothing was taken and the contents of `out` are unspecified (a FIFO claim
   /// reads the items into it before its CAS decides).
   ///
   /// Thread safety: any thread, concurrently with the owner and other thieves.
@@ -248,8 +248,11 @@ struct deque_access {
 };
 }  // namespace detail
 
-/// The former name of deque_owner<T>, kept so that existing code compiles.
+/// The 0.1.0 name of deque_owner<T>, deprecated and removed at 1.0: an executor's "workers"
+/// are its threads, so the owner handle has a name of its own.
 template <stealable T>
-using worker = deque_owner<T>;
+using worker
+    [[deprecated("spindle::worker<T> is now spindle::deque_owner<T>; the alias goes at "
+                 "1.0")]] = deque_owner<T>;
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

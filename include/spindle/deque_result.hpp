@@ -2,7 +2,8 @@
 #pragma once
 // The vocabulary of spindle's work-stealing deque that a user names: which types it holds
 // (`stealable`), the owner's pop order (`deque_order`), and how a steal ended (`steal_status`,
-// `steal_result`, `steal_batch_result`). Included by <spindle/deque.hpp>.
+// `steal_result`, `steal_batch_result`). Included by <spindle/deque.hpp>. The results have
+// the shape every spindle result has (channel_result.hpp says it once).
 
 #include <spindle/detail/sync/config.hpp>
 
@@ -36,32 +37,49 @@ concept stealable =
 /// cache locality in fork-join) or the oldest (fifo, fairer). Thieves always take the oldest.
 enum class deque_order : std::uint8_t { lifo, fifo };
 
-/// Outcome of a steal: got an item; the deque was empty; or lost a race with another taker
-/// (try again, possibly another victim first).
-enum class steal_status : std::uint8_t { success, empty, retry };
+/// Outcome of a steal: took an item (`stolen`); the deque was empty; or lost a race with
+/// another taker (`retry`: try again, possibly another victim first). The results follow the
+/// common shape of spindle's results (channel_result.hpp).
+enum class steal_status : std::uint8_t {
+  stolen,  ///< an item was taken
+  empty,   ///< nothing to take
+  retry,   ///< lost a race with another taker
+  /// The 0.1.0 name of `stolen`, removed at 1.0.
+  success [[deprecated("spindle: steal_status::success is now steal_status::stolen")]] = stolen
+};
 
-/// Result of `stealer<T>::steal`: a status and, exactly when it is `success`, the item.
+/// Result of `stealer<T>::steal`: a status and, exactly when it is `stolen`, the item.
 template <class T>
 struct [[nodiscard]] steal_result {
   steal_status status;
-  std::optional<T> value;  // engaged iff status == success
+  std::optional<T> value;  // engaged iff status == stolen
 
-  explicit operator bool() const noexcept { return status == steal_status::success; }
-  [[nodiscard]] auto is_success() const noexcept -> bool { return status == steal_status::success; }
+  explicit operator bool() const noexcept { return status == steal_status::stolen; }
+  [[nodiscard]] auto is_stolen() const noexcept -> bool { return status == steal_status::stolen; }
   [[nodiscard]] auto is_empty() const noexcept -> bool { return status == steal_status::empty; }
   [[nodiscard]] auto is_retry() const noexcept -> bool { return status == steal_status::retry; }
+  /// The 0.1.0 name of is_stolen(), removed at 1.0.
+  [[nodiscard, deprecated("spindle: steal_result::is_success() is now is_stolen()")]] auto
+  is_success() const noexcept -> bool {
+    return is_stolen();
+  }
 };
 
 /// Result of `stealer<T>::steal_batch`: a status and how many items were written to the
-/// caller's span: at least one exactly when the status is `success`, otherwise none.
+/// caller's span: at least one exactly when the status is `stolen`, otherwise none.
 struct [[nodiscard]] steal_batch_result {
   steal_status status;
   std::size_t count;
 
-  explicit operator bool() const noexcept { return status == steal_status::success; }
-  [[nodiscard]] auto is_success() const noexcept -> bool { return status == steal_status::success; }
+  explicit operator bool() const noexcept { return status == steal_status::stolen; }
+  [[nodiscard]] auto is_stolen() const noexcept -> bool { return status == steal_status::stolen; }
   [[nodiscard]] auto is_empty() const noexcept -> bool { return status == steal_status::empty; }
   [[nodiscard]] auto is_retry() const noexcept -> bool { return status == steal_status::retry; }
+  /// The 0.1.0 name of is_stolen(), removed at 1.0.
+  [[nodiscard, deprecated("spindle: steal_batch_result::is_success() is now is_stolen()")]] auto
+  is_success() const noexcept -> bool {
+    return is_stolen();
+  }
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

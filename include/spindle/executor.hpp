@@ -20,7 +20,7 @@
 //   ex.spawn([](std::stop_token t) {...})   the shutdown token, for long tasks
 //   h.cancel();                             a task that has not started never will
 //   ex.spawn_blocking(f);                   on a separate pool: blocking I/O, legacy APIs
-//   ex.stats(); ex.metrics(); ex.shutdown();
+//   ex.metrics(); ex.shutdown();
 // task_group (spindle/task_group.hpp) and parallel_for / parallel_reduce
 // (spindle/parallel.hpp) build on these.
 //
@@ -72,6 +72,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
@@ -93,12 +94,35 @@ enum class submit_status : std::uint8_t {
   closed     ///< shutdown began: nothing more is accepted from outside the workers
 };
 
-/// try_spawn's result: the status, and the task's handle when it was accepted.
+/// try_post's result: how the submission ended. The shape of every spindle result
+/// (channel_result.hpp): `if (r)` is true exactly when the task was accepted.
+struct [[nodiscard]] try_post_result {
+  submit_status status = submit_status::closed;
+
+  explicit operator bool() const noexcept { return status == submit_status::accepted; }
+  [[nodiscard]] auto is_accepted() const noexcept -> bool {
+    return status == submit_status::accepted;
+  }
+  [[nodiscard]] auto is_full() const noexcept -> bool { return status == submit_status::full; }
+  [[nodiscard]] auto is_closed() const noexcept -> bool { return status == submit_status::closed; }
+};
+
+/// try_spawn's result: the status, and the task's handle, valid exactly when it was accepted.
+/// The same status and helpers as try_post_result, repeated rather than inherited so that the
+/// two members stay in one class: `auto [status, handle] = ex.try_spawn(f);` works.
 template <class R>
-struct try_spawn_result {
+struct [[nodiscard]] try_spawn_result {
   submit_status status = submit_status::closed;
   join_handle<R> handle;
+
+  explicit operator bool() const noexcept { return status == submit_status::accepted; }
+  [[nodiscard]] auto is_accepted() const noexcept -> bool {
+    return status == submit_status::accepted;
+  }
+  [[nodiscard]] auto is_full() const noexcept -> bool { return status == submit_status::full; }
+  [[nodiscard]] auto is_closed() const noexcept -> bool { return status == submit_status::closed; }
 };
+
 class executor {
  public:
   /// One worker per processor this process may use: the processors in its CPU affinity mask
@@ -118,13 +142,13 @@ class executor {
   explicit executor(std::size_t workers, unhandled_exception_handler on_unhandled = {})
       : core_(new detail::executor_core(workers, std::move(on_unhandled))) {}
 
-  /// An executor made as `opts` says (spindle/executor_options.hpp): worker count (0: the
-  /// default above), thread names, start/stop hooks, stack size, CPU pinning, the handler and
-  /// the blocking pool's bounds.
+  /// An executor made as `opts` says (spindle/executor_options.hpp): worker count (not set:
+  /// the default above), thread names, start/stop hooks, stack size, CPU pinning, the handler
+  /// and the blocking pool's bounds.
   ///
-  /// Throws: std::invalid_argument for a setting that cannot be honoured (a stack below the
-  /// system's minimum or too large to round up to whole pages, a CPU outside the process's
-  /// affinity mask, an empty CPU set,
+  /// Throws: std::invalid_argument for a setting that cannot be honoured (workers(0), as
+  /// executor(0) does; a stack below the system's minimum or too large to round up to whole
+  /// pages, a CPU outside the process's affinity mask, an empty CPU set,
   /// max_blocking_threads == 0), before any thread starts; std::system_error if a thread
   /// cannot start; std::bad_alloc.
   explicit executor(executor_options opts) : core_(make_core(std::move(opts))) {}
@@ -195,18 +219,19 @@ class executor {
     return {submit_status::accepted, join_handle<task_result_t<Fn>>(core_.get(), owned.release())};
   }
 
-  /// As try_spawn(fn), fire and forget (see post()).
+  /// As try_spawn(fn), fire and forget (see post()): `accepted`, `full` or `closed`, with the
+  /// same rules for when fn is moved from.
   template <task_callable Fn>
-  auto try_post(Fn&& fn) -> submit_status {
+  auto try_post(Fn&& fn) -> try_post_result {
     detail::check_not_null(fn, "spindle::executor::try_post: fn is a null pointer");
     using node = detail::posted_task<std::decay_t<Fn>>;
     if (core_->local() != nullptr) {
       post(std::forward<Fn>(fn));
-      return submit_status::accepted;
+      return {submit_status::accepted};
     }
     auto const status = take_room();
     if (status != submit_status::accepted) {
-      return status;
+      return {status};
     }
     node* raw = nullptr;
     try {
@@ -218,10 +243,10 @@ class executor {
     }
     detail::node_ptr<node> owned(raw);
     if (!core_->push_outside(owned.get())) {
-      return submit_status::closed;
+      return {submit_status::closed};
     }
     static_cast<void>(owned.release());
-    return submit_status::accepted;
+    return {submit_status::accepted};
   }
 
   /// Runs `fn` on the executor's blocking pool, a separate set of threads for calls that
@@ -325,8 +350,14 @@ class executor {
     core_->set_handler(std::move(handler));
   }
 
-  /// Per-worker counters (relaxed snapshots).
-  [[nodiscard]] auto stats() const -> std::vector<worker_stats> { return core_->stats(); }
+  /// Per-worker counters (relaxed snapshots): the first four counters of each worker's
+  /// metrics(), which reports all of them and more. Deprecated at 0.1.0, removed at 1.0.
+  [[nodiscard, deprecated("spindle::executor::stats() is a subset of metrics(): use "
+                          "metrics().workers[i] (tasks_run, tasks_stolen, steal_attempts, "
+                          "times_parked)")]] auto
+  stats() const -> std::vector<worker_stats> {
+    return core_->stats();
+  }
 
   /// Per-worker counters and times, queue depths, and the blocking pool's size: a relaxed
   /// snapshot (spindle/executor_stats.hpp). Keeping them costs no shared write per task; the
@@ -359,7 +390,11 @@ class executor {
   static auto default_workers() noexcept -> std::size_t { return detail::available_cpus(); }
 
   static auto make_core(executor_options opts) -> detail::executor_core* {
-    std::size_t const workers = opts.workers() == 0 ? default_workers() : opts.workers();
+    if (opts.workers() == std::size_t{0}) {
+      throw std::invalid_argument(
+          "spindle::executor_options::workers is 0 (leave it unset for the default count)");
+    }
+    std::size_t const workers = opts.workers().value_or(default_workers());
     return new detail::executor_core(workers, std::move(opts));
   }
 

@@ -15,8 +15,8 @@
 // field a caller leaves out). Every setting has a default that gives the same executor as
 // `executor{}`. The executor checks
 // the options in its constructor and throws std::invalid_argument for one it cannot honour
-// (a stack below the system's minimum, a CPU outside the process's affinity mask), before any
-// thread starts.
+// (zero workers, a stack below the system's minimum, a CPU outside the process's affinity
+// mask), before any thread starts.
 
 #include <spindle/detail/sync/config.hpp>
 
@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,15 +39,17 @@ class executor_options {
  public:
   using thread_hook = std::function<void(std::size_t)>;
 
-  /// Worker threads; 0 (the default) means one per processor this process may use: the
-  /// processors in its CPU affinity mask (sched_getaffinity on Linux,
+  /// Worker threads, at least 1: the executor's constructor throws std::invalid_argument for
+  /// 0, as executor(0) does. Not set (the default): one per processor this process may use,
+  /// as executor{} has: the processors in its CPU affinity mask (sched_getaffinity on Linux,
   /// std::thread::hardware_concurrency() elsewhere), capped by its cgroup v2 CPU quota
   /// (/sys/fs/cgroup/cpu.max, quota / period rounded up), at least one, read once per process.
   auto workers(std::size_t n) -> executor_options& {
     workers_ = n;
     return *this;
   }
-  [[nodiscard]] auto workers() const noexcept -> std::size_t { return workers_; }
+  /// The count set, or std::nullopt when none was (the default count).
+  [[nodiscard]] auto workers() const noexcept -> std::optional<std::size_t> { return workers_; }
 
   /// Worker i is named "<prefix>-<i>" and blocking thread j "<prefix>-b-<j>", as `top -H` and
   /// /proc/<pid>/task/*/comm show them (Linux; elsewhere names are ignored). Linux keeps 15
@@ -165,7 +168,7 @@ class executor_options {
   }
 
  private:
-  std::size_t workers_ = 0;
+  std::optional<std::size_t> workers_;
   std::string thread_name_ = "spindle";
   thread_hook on_thread_start_;
   thread_hook on_thread_stop_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-// What spindle::executor::stats() reports (one `worker_stats` per worker thread) and what
-// executor::metrics() reports (`executor_metrics`). Included by <spindle/executor.hpp>.
+// What spindle::executor::metrics() reports (`executor_metrics`), and what the deprecated
+// executor::stats() reports (one `worker_stats` per worker thread: the first four counters of
+// each `worker_metrics`, which has them all). Included by <spindle/executor.hpp>.
 
 #include <spindle/detail/sync/config.hpp>
 
@@ -12,8 +13,9 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
-/// Counters of one worker thread. Relaxed snapshots: exact once the executor is idle or shut
-/// down.
+/// Counters of one worker thread, as the deprecated executor::stats() reports them; each is
+/// also in worker_metrics, under the same name. Relaxed snapshots: exact once the executor is
+/// idle or shut down.
 struct worker_stats {
   std::uint64_t tasks_run = 0;       ///< tasks this worker ran
   std::uint64_t tasks_stolen = 0;    ///< tasks it took from other workers' deques

@@ -77,39 +77,45 @@ template <class C>
 concept select_case = std::derived_from<std::remove_cvref_t<C>, detail::select_case>;
 
 namespace detail {
-/// Keeps a receiver passed by value (`on_recv(spindle::after(1s), f)`) alive for its case.
-template <class T>
+/// Keeps a receiver passed by value (`on_recv(spindle::after(1s), f)`) alive for its case:
+/// `Rx` is receiver<T> or spsc_receiver<T>.
+template <class Rx>
 struct receiver_holder {
-  receiver<T> held;
+  Rx held;
 };
 
-template <class T, class F>
-class owning_recv_case : private receiver_holder<T>, public recv_case<T, F> {
+template <class Rx, class T, class F>
+class owning_recv_case : private receiver_holder<Rx>, public recv_case<T, F> {
  public:
-  owning_recv_case(receiver<T>&& rx, F f)
-      : receiver_holder<T>{std::move(rx)},
+  owning_recv_case(Rx&& rx, F f)
+      : receiver_holder<Rx>{std::move(rx)},
         recv_case<T, F>(channel_access::state_of(this->held), std::move(f)) {}
   owning_recv_case(owning_recv_case&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
-      : receiver_holder<T>{std::move(other.held)}, recv_case<T, F>(std::move(other)) {}
+      : receiver_holder<Rx>{std::move(other.held)}, recv_case<T, F>(std::move(other)) {}
 };
 }  // namespace detail
 
-/// Receives from `rx`; `f(std::optional<T>)` gets the value, or nullopt when closed and drained.
+/// Receives from `rx` (a receiver<T> or an spsc_receiver<T>); `f(std::optional<T>)` gets the
+/// value, or nullopt when closed and drained.
 template <class T, class F>
-auto on_recv(receiver<T>& rx, F f) -> detail::recv_case<T, F> {
+auto on_recv(basic_receiver<T>& rx, F f) -> detail::recv_case<T, F> {
   return detail::recv_case<T, F>(detail::channel_access::state_of(rx), std::move(f));
 }
 
 /// As above, for a receiver the case keeps (a timer channel made in place).
 template <class T, class F>
-auto on_recv(receiver<T>&& rx, F f) -> detail::owning_recv_case<T, F> {
-  return detail::owning_recv_case<T, F>(std::move(rx), std::move(f));
+auto on_recv(receiver<T>&& rx, F f) -> detail::owning_recv_case<receiver<T>, T, F> {
+  return detail::owning_recv_case<receiver<T>, T, F>(std::move(rx), std::move(f));
+}
+template <class T, class F>
+auto on_recv(spsc_receiver<T>&& rx, F f) -> detail::owning_recv_case<spsc_receiver<T>, T, F> {
+  return detail::owning_recv_case<spsc_receiver<T>, T, F>(std::move(rx), std::move(f));
 }
 
-/// Sends `value` into `tx`; `f(send_result<T>)`. See the file comment for when `value` is
-/// moved from.
+/// Sends `value` into `tx` (a sender<T> or an spsc_sender<T>); `f(send_result<T>)`. See the
+/// file comment for when `value` is moved from.
 template <class T, class F>
-auto on_send(sender<T>& tx, std::type_identity_t<T>& value, F f) -> detail::send_case<T, F> {
+auto on_send(basic_sender<T>& tx, std::type_identity_t<T>& value, F f) -> detail::send_case<T, F> {
   return detail::send_case<T, F>(detail::channel_access::state_of(tx), value, std::move(f));
 }
 
@@ -142,14 +148,16 @@ auto on_stop(std::stop_token token, F f) -> detail::stop_case<F> {
 /// a case is ready, unless there is an on_default case.
 /// Throws: whatever the chosen handler throws; std::bad_alloc from an unbounded channel's send.
 template <select_case... Cases>
-requires(sizeof...(Cases) > 0) auto select(Cases&&... cases) -> std::size_t {
+requires(sizeof...(Cases) > 0)
+auto select(Cases&&... cases) -> std::size_t {
   std::array<detail::select_case*, sizeof...(Cases)> const all{&cases...};
   return detail::run_select(all, /*biased=*/false);
 }
 
 /// As select(), but among ready cases the earliest in the argument list wins.
 template <select_case... Cases>
-requires(sizeof...(Cases) > 0) auto select_biased(Cases&&... cases) -> std::size_t {
+requires(sizeof...(Cases) > 0)
+auto select_biased(Cases&&... cases) -> std::size_t {
   std::array<detail::select_case*, sizeof...(Cases)> const all{&cases...};
   return detail::run_select(all, /*biased=*/true);
 }

@@ -1,7 +1,7 @@
 // expect-error: (use of deleted function|call to deleted constructor)[^@]*spsc_sender
 // A single-producer channel has exactly one sender: spindle::spsc_sender deletes its copy
-// constructor, so a second sender cannot be made by copying. (A copy made through sender<T>&
-// compiles, and aborts when it runs: channel_spsc_misuse_test.cpp.)
+// constructor, so a second sender cannot be made by copying (nor through its base:
+// channel_spsc_copy_through_base.cpp).
 #include <spindle/channel.hpp>
 
 int main() {

@@ -43,16 +43,18 @@ void run(spindle_fuzz::byte_reader& in) {
                                               : flavour;
   std::vector<spindle::sender<tracked>> senders;
   std::vector<spindle::receiver<tracked>> receivers;
+  // The spsc flavour's move-only handles, used instead of the vectors.
+  std::optional<spindle::spsc_sender<tracked>> spsc_tx;
+  std::optional<spindle::spsc_receiver<tracked>> spsc_rx;
   if (flavour == 0) {
     auto [tx, rx] = spindle::unbounded<tracked>();
     senders.push_back(std::move(tx));
     receivers.push_back(std::move(rx));
   } else if (spsc) {
-    // The move-only handles go into the base-class vectors by move, which is allowed; a copy
-    // would abort, so case 6 below moves them instead.
+    // Move-only handles: case 6 below moves them instead of copying.
     auto [tx, rx] = spindle::bounded_spsc<tracked>(capacity);
-    senders.push_back(std::move(tx));
-    receivers.push_back(std::move(rx));
+    spsc_tx.emplace(std::move(tx));
+    spsc_rx.emplace(std::move(rx));
   } else {
     auto [tx, rx] = spindle::bounded<tracked>(capacity);
     senders.push_back(std::move(tx));
@@ -63,8 +65,12 @@ void run(spindle_fuzz::byte_reader& in) {
   std::uint64_t next_id = 0;
   for (int steps = 0; steps < 4096 && !in.done(); ++steps) {
     auto const op = in.next();
-    auto& tx = senders[op % senders.size()];
-    auto& rx = receivers[op % receivers.size()];
+    spindle::basic_sender<tracked>& tx =
+        spsc ? static_cast<spindle::basic_sender<tracked>&>(*spsc_tx)
+             : senders[op % senders.size()];
+    spindle::basic_receiver<tracked>& rx =
+        spsc ? static_cast<spindle::basic_receiver<tracked>&>(*spsc_rx)
+             : receivers[op % receivers.size()];
     switch ((op >> 4U) % 8) {
       case 0:
       case 1:
@@ -102,10 +108,10 @@ void run(spindle_fuzz::byte_reader& in) {
       case 6:
         if (spsc) {
           // Hand each handle to another variable and back: the channel must not notice.
-          auto moved_tx = std::move(senders.front());
-          auto moved_rx = std::move(receivers.front());
-          senders.front() = std::move(moved_tx);
-          receivers.front() = std::move(moved_rx);
+          auto moved_tx = std::move(*spsc_tx);
+          auto moved_rx = std::move(*spsc_rx);
+          *spsc_tx = std::move(moved_tx);
+          *spsc_rx = std::move(moved_rx);
         } else if (op & 1U) {
           if (senders.size() < 4) {
             senders.push_back(senders.front());
@@ -130,10 +136,14 @@ void run(spindle_fuzz::byte_reader& in) {
         break;
     }
     // (tx and rx may dangle here: case 6 can resize the handle vectors.)
+    spindle::basic_sender<tracked> const& first_tx =
+        spsc ? static_cast<spindle::basic_sender<tracked> const&>(*spsc_tx) : senders.front();
+    spindle::basic_receiver<tracked> const& first_rx =
+        spsc ? static_cast<spindle::basic_receiver<tracked> const&>(*spsc_rx) : receivers.front();
     if (capacity != 0) {
-      expect(senders.front().size() == model.size(), "size() disagrees with the model");
+      expect(first_tx.size() == model.size(), "size() disagrees with the model");
     }
-    expect(receivers.front().is_closed() == closed, "is_closed() disagrees with the model");
+    expect(first_rx.is_closed() == closed, "is_closed() disagrees with the model");
     expect(tracked::live() == static_cast<std::int64_t>(model.size()),
            "live values differ from buffered values");
   }

@@ -90,7 +90,7 @@ void run(spindle_fuzz::byte_reader& in) {
         if (me.model.empty()) {
           expect(r.is_empty(), "steal from an empty deque did not report empty");
         } else {
-          expect(r.is_success() && *r.value == me.model.front(),
+          expect(r.is_stolen() && *r.value == me.model.front(),
                  "steal did not take the oldest item (no race is possible here)");
           me.model.pop_front();
         }
@@ -103,7 +103,7 @@ void run(spindle_fuzz::byte_reader& in) {
           expect(r.is_empty(), "batch steal from an empty deque did not report empty");
           break;
         }
-        expect(r.is_success() && *r.value == me.model.front(), "batch did not return the oldest");
+        expect(r.is_stolen() && *r.value == me.model.front(), "batch did not return the oldest");
         auto const n = static_cast<std::int64_t>(me.model.size());
         auto const claim =
             std::min<std::int64_t>((n + 1) / 2, std::int64_t{33});  // "at most 33", documented
@@ -124,7 +124,7 @@ void run(spindle_fuzz::byte_reader& in) {
           break;
         }
         auto const want = std::min((me.model.size() + 1) / 2, room);
-        expect(r.is_success() && r.count == want, "span batch took the wrong number of items");
+        expect(r.is_stolen() && r.count == want, "span batch took the wrong number of items");
         for (std::size_t i = 0; i < r.count; ++i) {
           expect(out[i] == me.model.front(), "span batch did not take the oldest, in order");
           me.model.pop_front();

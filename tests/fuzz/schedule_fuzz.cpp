@@ -30,7 +30,7 @@ void deque_scenario() {
   model::thread thief([&] {
     for (int i = 0; i < 2; ++i) {
       auto r = s.steal();
-      if (r.is_success()) {
+      if (r.is_stolen()) {
         ++got[*r.value - 1];
       }
     }

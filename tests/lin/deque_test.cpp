@@ -44,7 +44,7 @@ auto check_deque(spindle::deque_order order, std::uint32_t seed) -> std::vector<
           o.kind = op_kind::steal;
           r.record(o, [&](operation& x) {
             auto res = s.steal();
-            if (res.is_success()) {
+            if (res.is_stolen()) {
               x.value = *res.value;
             } else {
               x.result = res.is_empty() ? outcome::empty : outcome::retry;

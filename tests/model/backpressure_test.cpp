@@ -46,7 +46,7 @@ TEST(ModelBackpressure, TryPostRacesTheWorker) {
     {
       spindle::executor ex(spindle::executor_options().workers(1).injector_capacity(1));
       for (int i = 0; i < 3; ++i) {
-        if (ex.try_post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }) ==
+        if (ex.try_post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }).status ==
             spindle::submit_status::accepted) {
           ++accepted;
         }
@@ -123,7 +123,7 @@ TEST(ModelBackpressure, InjectorNeverHoldsMoreThanItsCapacity) {
       // The worker runs the gate task: the injector is empty, and stays so but for the racers.
       model::check(started_rx.recv().has_value(), "the gate task did not start");
       auto const submit = [&] {
-        if (ex.try_post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }) ==
+        if (ex.try_post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }).status ==
             spindle::submit_status::accepted) {
           // relaxed: read after the join below.
           accepted.fetch_add(1, std::memory_order_relaxed);

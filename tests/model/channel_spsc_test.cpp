@@ -51,7 +51,7 @@ namespace {
 /// model::quiescence_invariant. The channel must outlive the invariant: declare the invariant
 /// after the handle that keeps the channel alive.
 template <class T>
-auto wake_owed(spindle::receiver<T> const& rx) {
+auto wake_owed(spindle::basic_receiver<T> const& rx) {
   auto* state = &spindle::detail::channel_access::state_of(rx);
   return [state] { return state->lost_wake_up(); };
 }
@@ -73,7 +73,7 @@ void expect_prefix_and_rest(std::vector<int> const& got, std::vector<int> const&
 
 /// Inside an execution: the channel is closed and drained, for good.
 template <class T>
-void expect_closed_and_drained(spindle::receiver<T>& rx, char const* what) {
+void expect_closed_and_drained(spindle::basic_receiver<T>& rx, char const* what) {
   model::check(rx.try_recv().status == recv_status::closed, what);
 }
 

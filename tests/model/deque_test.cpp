@@ -39,7 +39,7 @@ void produce_n(spindle::deque_owner<int>& w, ledger& l, int n) {
 void steal_into(spindle::stealer<int>& s, ledger& l, std::vector<int>& into, int attempts) {
   for (int i = 0; i < attempts; ++i) {
     auto r = s.steal();
-    if (r.is_success()) {
+    if (r.is_stolen()) {
       l.take(into, *r.value);
     }
   }
@@ -157,7 +157,7 @@ TEST(ModelDeque, StealBatchAndPop) {
       model::thread thief([&] {
         spindle::deque_owner<int> mine(spindle::deque_order::lifo, 1);
         auto r = f.s.steal_batch_and_pop(mine);
-        if (r.is_success()) {
+        if (r.is_stolen()) {
           f.l.take(f.thief_took, *r.value);
         }
         pop_all(mine, f.l, f.thief_took);

@@ -139,7 +139,7 @@ class deque_fixture {
   void steal(int side) {
     for (int k = 0; k < 2; ++k) {
       auto r = thieves_[static_cast<std::size_t>(side)].steal();
-      if (r.is_success()) {
+      if (r.is_stolen()) {
         ledger_.take(taken(side), *r.value);
       }
     }
@@ -151,7 +151,7 @@ class deque_fixture {
     spindle::deque_owner<int> mine(spindle::deque_order::lifo, 1);
     for (int k = 0; k < 2; ++k) {
       auto r = thieves_[static_cast<std::size_t>(side)].steal_batch_and_pop(mine);
-      if (r.is_success()) {
+      if (r.is_stolen()) {
         ledger_.take(taken(side), *r.value);
       }
       while (auto v = mine.pop()) {

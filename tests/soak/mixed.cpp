@@ -269,7 +269,7 @@ void deque_round(std::mt19937_64& rng, totals& sum, watchdog& dog) {
       for (;;) {
         bool const done = owner_done.load(std::memory_order_acquire);
         auto res = r() % 3 == 0 ? s.steal_batch_and_pop(mine) : s.steal();
-        if (res.is_success()) {
+        if (res.is_stolen()) {
           taken.mark(*res.value);
           count.fetch_add(1, std::memory_order_relaxed);
         }
@@ -280,7 +280,7 @@ void deque_round(std::mt19937_64& rng, totals& sum, watchdog& dog) {
         if (res.is_empty() && done) {
           break;
         }
-        if (!res.is_success()) {
+        if (!res.is_stolen()) {
           std::this_thread::yield();
         }
       }

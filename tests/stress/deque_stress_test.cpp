@@ -119,7 +119,7 @@ void run_round(deque_order order, std::uint64_t seed) {
         status = r.status;
       } else {
         auto r = how == 0 ? s.steal() : s.steal_batch_and_pop(mine);
-        if (r.is_success()) {
+        if (r.is_stolen()) {
           payload* p = *r.value;
           book.record(p);
         }
@@ -133,7 +133,7 @@ void run_round(deque_order order, std::uint64_t seed) {
       if (done && status == spindle::steal_status::empty) {
         break;
       }
-      if (status != spindle::steal_status::success) {
+      if (status != spindle::steal_status::stolen) {
         std::this_thread::yield();
       }
     }
@@ -148,7 +148,7 @@ void run_round(deque_order order, std::uint64_t seed) {
     for (;;) {
       bool const done = owner_done.load(std::memory_order_acquire);
       auto r = s.steal();
-      if (r.is_success()) {
+      if (r.is_stolen()) {
         payload* p = *r.value;
         if (!book.take(p) || (have && p->id <= last)) {
           book.errors.fetch_add(1, std::memory_order_relaxed);
@@ -222,7 +222,7 @@ TEST(DequeStress, OwnerAndThievesRaceForTheLastItem) {
       for (;;) {
         bool const done = owner_done.load(std::memory_order_acquire);
         auto r = s.steal();
-        if (r.is_success()) {
+        if (r.is_stolen()) {
           book.record(*r.value);
         }
         if (done && r.is_empty()) {
@@ -266,7 +266,7 @@ TEST(DequeStress, ThievesOutliveTheOwner) {
     for (int t = 0; t < thieves; ++t) {
       threads.emplace_back([s = owner.stealer(), &taken, &twice]() mutable {
         while (!s.empty()) {
-          if (auto r = s.steal(); r.is_success()) {
+          if (auto r = s.steal(); r.is_stolen()) {
             if (taken[*r.value].fetch_add(1, std::memory_order_relaxed) != 0) {
               twice.fetch_add(1, std::memory_order_relaxed);
             }

@@ -147,9 +147,10 @@ struct pingpong_result {
   u64 echoed = 0;
 };
 
-/// Sends 1..rounds on `tx` and expects each back on `rx` before sending the next.
-auto ping(spindle::sender<u64> tx, spindle::receiver<u64> rx, u64 rounds, pingpong_result* out)
-    -> spindle::task<void> {
+/// Sends 1..rounds on `tx` and expects each back on `rx` before sending the next. `Tx` and
+/// `Rx`: the handles of bounded() or of bounded_spsc().
+template <class Tx, class Rx>
+auto ping(Tx tx, Rx rx, u64 rounds, pingpong_result* out) -> spindle::task<void> {
   out->start = clock::now();
   for (u64 i = 1; i <= rounds; ++i) {
     auto sent = co_await tx.async_send(i);
@@ -167,8 +168,8 @@ auto ping(spindle::sender<u64> tx, spindle::receiver<u64> rx, u64 rounds, pingpo
 }  // tx dies with the frame: the echo sees the end of the stream
 
 /// Sends back everything it receives on `rx`, until `rx` is closed and drained.
-auto echo(spindle::receiver<u64> rx, spindle::sender<u64> tx, pingpong_result* out)
-    -> spindle::task<void> {
+template <class Rx, class Tx>
+auto echo(Rx rx, Tx tx, pingpong_result* out) -> spindle::task<void> {
   for (;;) {
     auto v = co_await rx.async_recv();
     if (!v) {
@@ -191,8 +192,8 @@ void check_pingpong(pingpong_result const& r, u64 rounds, std::string const& who
 }
 
 /// The coroutines on an executor of `workers`, over bounded(1) channels or, with `spsc`,
-/// bounded_spsc(1) (whose move-only handles the coroutines take as a plain sender and
-/// receiver); nanoseconds per round trip.
+/// bounded_spsc(1) (whose move-only handles the coroutines take by move); nanoseconds per
+/// round trip.
 template <bool Spsc = false>
 auto pingpong_coroutines(std::size_t workers, u64 rounds) -> double {
   pingpong_result r;

@@ -259,7 +259,7 @@ class channel_state {
 
   void acquire_sender() noexcept {
     SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
-                  "a copy of a spindle::spsc_sender (through sender<T>): a single-producer "
+                  "a copy of a spindle::spsc_sender: a single-producer "
                   "channel has exactly one sender handle");
     // relaxed: the new handle is copied from a live one, which keeps the count above zero;
     // nothing is published by the increment.
@@ -268,7 +268,7 @@ class channel_state {
 
   void acquire_receiver() noexcept {
     SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
-                  "a copy of a spindle::spsc_receiver (through receiver<T>): a single-consumer "
+                  "a copy of a spindle::spsc_receiver: a single-consumer "
                   "channel has exactly one receiver handle");
     // relaxed: as in acquire_sender().
     receivers_.fetch_add(1, std::memory_order_relaxed);

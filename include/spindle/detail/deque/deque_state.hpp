@@ -273,7 +273,7 @@ class deque_state {
                                                    std::memory_order_relaxed)) {
       return {steal_status::retry, std::nullopt};
     }
-    return {steal_status::success, value};
+    return {steal_status::stolen, value};
   }
 
   /// Any thread, which owns `dest`. See stealer::steal_batch_and_pop for the contract.
@@ -309,7 +309,7 @@ class deque_state {
       // release: as push's, publishes the slots just written to dest's thieves.
       dest.shared_.value.bottom.store(dest_bottom + moved, std::memory_order_release);
     }
-    return {steal_status::success, first};
+    return {steal_status::stolen, first};
   }
 
   /// Any thread. See stealer::steal_batch for the contract: about half of the items, at most
@@ -330,7 +330,7 @@ class deque_state {
  private:
   /// Takes a batch of up to `claim` (>= 1) items from the top, having read top == t (and a
   /// bottom above it), and hands item k of the batch, oldest first, to sink(k, item).
-  /// Returns success and the count, or the status of a first take that failed.
+  /// Returns stolen and the count, or the status of a first take that failed.
   ///
   /// FIFO: sink is called for [t, t + claim) before the single CAS that claims them, so its
   /// writes are speculative: they count only on success, and the sink must write where no
@@ -363,7 +363,7 @@ class deque_state {
                                                      std::memory_order_relaxed)) {
         return {steal_status::retry, 0};
       }
-      return {steal_status::success, static_cast<std::size_t>(claim)};
+      return {steal_status::stolen, static_cast<std::size_t>(claim)};
     }
     std::int64_t got = 0;
     for (; got < claim; ++got) {
@@ -376,7 +376,7 @@ class deque_state {
       }
       sink(got, *next.value);
     }
-    return {steal_status::success, static_cast<std::size_t>(got)};
+    return {steal_status::stolen, static_cast<std::size_t>(got)};
   }
 
   // top and bottom share one cache line, as in crossbeam-deque (src/deque.rs: `Inner` holds

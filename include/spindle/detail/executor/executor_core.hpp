@@ -730,7 +730,7 @@ class executor_core final : public scheduler, public resume_target {
             retry = true;
             break;
           }
-          if (!r.is_success()) {
+          if (!r.is_stolen()) {
             break;
           }
           if ((*r.value)->isolation == region) {

@@ -111,9 +111,7 @@ class scheduler {
   }
 
   /// The parker `w` sleeps on (a completion's fixed waiter for jobs `w` waits for).
-  [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& {
-    return *w.sleeper;
-  }
+  [[nodiscard]] auto parker_of(worker_ctx& w) noexcept -> parker& { return *w.sleeper; }
 
   /// Queues `t`. On a worker (or guest) of this executor: its own deque. Elsewhere: the
   /// injector.
@@ -581,7 +579,7 @@ class scheduler {
           continue;
         }
         auto r = take(stealers_[v]);
-        if (r.is_success()) {
+        if (r.is_stolen()) {
           return *r.value;
         }
         retry = retry || r.is_retry();
