@@ -617,8 +617,10 @@ void run(config const& cfg) {
   }
   if (wanted(cfg, "executor")) {
     print_header("child task");
-    for (int workers : {1, 2, 4, 8, 16}) {
-      if (workers <= cfg.max_side) {
+    // Workers are one side: up to twice --max-side, as many threads as the widest channel
+    // shape (16P/16C) runs.
+    for (int workers : {1, 2, 4, 8, 16, 32}) {
+      if (workers <= 2 * cfg.max_side) {
         executor_scenario(cfg, workers);
       }
     }
