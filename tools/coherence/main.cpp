@@ -205,32 +205,48 @@ void spsc_scenario(config const& cfg) {
 
 // ---- the baseline: Vyukov's bounded MPMC queue ----------------------------------------------
 
+/// What both baseline rings below are made of: a stamp and a value per slot (the stamp starts
+/// at the slot's index), contiguous, and the two positions on lines of their own.
+template <std::size_t Capacity>
+struct stamped_slots {
+  static_assert((Capacity & (Capacity - 1)) == 0, "a power of two");
+
+  struct slot {
+    model::atomic<std::uint64_t> stamp{0};
+    std::uint64_t value = 0;
+  };
+
+  stamped_slots() {
+    for (std::size_t i = 0; i < Capacity; ++i) {
+      // relaxed: made before the threads that use it start (the start orders it).
+      slots[i].stamp.store(i, std::memory_order_relaxed);
+    }
+  }
+
+  auto at(std::uint64_t pos) noexcept -> slot& { return slots[pos & (Capacity - 1)]; }
+
+  alignas(64) model::atomic<std::uint64_t> head{0};
+  alignas(64) model::atomic<std::uint64_t> tail{0};
+  alignas(64) std::array<slot, Capacity> slots{};
+};
+
 /// D. Vyukov's bounded MPMC queue (1024cores.net, "Bounded MPMC queue"), the shape of
 /// crossbeam-channel's array flavour: a stamp per slot, the positions on their own lines.
 /// Written here on the model's atomics; a full or empty queue makes the caller spin.
 template <std::size_t Capacity>
 class vyukov_ring {
-  static_assert((Capacity & (Capacity - 1)) == 0, "a power of two");
-
  public:
-  vyukov_ring() {
-    for (std::size_t i = 0; i < Capacity; ++i) {
-      // relaxed: made before the threads that use it start (the start orders it).
-      slots_[i].stamp.store(i, std::memory_order_relaxed);
-    }
-  }
-
   auto try_push(std::uint64_t v) -> bool {
     // relaxed: a stale position only fails the CAS; the stamp's acquire guards the slot.
-    auto pos = tail_.load(std::memory_order_relaxed);
+    auto pos = r_.tail.load(std::memory_order_relaxed);
     for (;;) {
-      auto& s = slots_[pos & (Capacity - 1)];
+      auto& s = r_.at(pos);
       // acquire: pairs with the release stamp store of the pop that emptied the slot.
       auto const stamp = s.stamp.load(std::memory_order_acquire);
       auto const diff = static_cast<std::int64_t>(stamp - pos);
       if (diff == 0) {
         // relaxed: the claim orders nothing; the stamp store publishes.
-        if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        if (r_.tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           model::note_write(&s.value, sizeof s.value);
           s.value = v;
           // release: pairs with the acquire stamp load of the pop.
@@ -240,22 +256,22 @@ class vyukov_ring {
       } else if (diff < 0) {
         return false;
       } else {
-        pos = tail_.load(std::memory_order_relaxed);  // relaxed: as above
+        pos = r_.tail.load(std::memory_order_relaxed);  // relaxed: as above
       }
     }
   }
 
   auto try_pop(std::uint64_t& v) -> bool {
     // relaxed: as in try_push.
-    auto pos = head_.load(std::memory_order_relaxed);
+    auto pos = r_.head.load(std::memory_order_relaxed);
     for (;;) {
-      auto& s = slots_[pos & (Capacity - 1)];
+      auto& s = r_.at(pos);
       // acquire: pairs with the release stamp store of the push that filled the slot.
       auto const stamp = s.stamp.load(std::memory_order_acquire);
       auto const diff = static_cast<std::int64_t>(stamp - (pos + 1));
       if (diff == 0) {
         // relaxed: the claim orders nothing; the stamp load above acquired the value.
-        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        if (r_.head.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           model::note_read(&s.value, sizeof s.value);
           v = s.value;
           // release: pairs with the acquire stamp load of the push one lap later.
@@ -265,19 +281,13 @@ class vyukov_ring {
       } else if (diff < 0) {
         return false;
       } else {
-        pos = head_.load(std::memory_order_relaxed);  // relaxed: as above
+        pos = r_.head.load(std::memory_order_relaxed);  // relaxed: as above
       }
     }
   }
 
  private:
-  struct slot {
-    model::atomic<std::uint64_t> stamp{0};
-    std::uint64_t value = 0;
-  };
-  alignas(64) model::atomic<std::uint64_t> head_{0};
-  alignas(64) model::atomic<std::uint64_t> tail_{0};
-  alignas(64) std::array<slot, Capacity> slots_{};
+  stamped_slots<Capacity> r_;
 };
 
 /// The ticket ring of atomic_queue (max0x7ba/atomic_queue, the shape of its AtomicQueueB): a
@@ -286,20 +296,11 @@ class vyukov_ring {
 /// Written here on the model's atomics; the queue is contiguous, as the Vyukov ring above.
 template <std::size_t Capacity>
 class ticket_ring {
-  static_assert((Capacity & (Capacity - 1)) == 0, "a power of two");
-
  public:
-  ticket_ring() {
-    for (std::size_t i = 0; i < Capacity; ++i) {
-      // relaxed: made before the threads that use it start (the start orders it).
-      slots_[i].stamp.store(i, std::memory_order_relaxed);
-    }
-  }
-
   void push(std::uint64_t v) {
     // relaxed: the ticket only names the slot; its stamp orders the slot's use.
-    auto const pos = tail_.fetch_add(1, std::memory_order_relaxed);
-    auto& s = slots_[pos & (Capacity - 1)];
+    auto const pos = r_.tail.fetch_add(1, std::memory_order_relaxed);
+    auto& s = r_.at(pos);
     // acquire: pairs with the release stamp store of the pop that emptied the slot.
     while (s.stamp.load(std::memory_order_acquire) != pos) {
       model::spin_pause();
@@ -312,8 +313,8 @@ class ticket_ring {
 
   auto pop() -> std::uint64_t {
     // relaxed: as in push.
-    auto const pos = head_.fetch_add(1, std::memory_order_relaxed);
-    auto& s = slots_[pos & (Capacity - 1)];
+    auto const pos = r_.head.fetch_add(1, std::memory_order_relaxed);
+    auto& s = r_.at(pos);
     // acquire: pairs with the release stamp store of the push that filled the slot.
     while (s.stamp.load(std::memory_order_acquire) != pos + 1) {
       model::spin_pause();
@@ -326,13 +327,7 @@ class ticket_ring {
   }
 
  private:
-  struct slot {
-    model::atomic<std::uint64_t> stamp{0};
-    std::uint64_t value = 0;
-  };
-  alignas(64) model::atomic<std::uint64_t> head_{0};
-  alignas(64) model::atomic<std::uint64_t> tail_{0};
-  alignas(64) std::array<slot, Capacity> slots_{};
+  stamped_slots<Capacity> r_;
 };
 
 void ticket_scenario(config const& cfg, shape s) {
