@@ -7,6 +7,9 @@
 // Spsc: one producer thread and one consumer thread, both at full speed; the producer uses
 // the blocking send (or the peer's waiting push) and the consumer the blocking receive, and
 // time is wall-clock (UseRealTime). Items per second counts messages.
+// The lanes flavour (bounded_lanes) runs with one lane of `capacity`: one sender handle sends
+// into one lane, and the receiver's scan has that one lane to look at, so its rows show what
+// the lanes' dispatch and scan add to a bounded ring of the same capacity.
 //
 // Every benchmark checks what comes out: the pair compares the value, the SPSC consumer checks
 // that the sequence arrives complete and in order, and a mismatch aborts the process.
@@ -72,6 +75,11 @@ void TrySendRecvSpindleUnbounded(benchmark::State& state) {
 }
 BENCHMARK(TrySendRecvSpindleUnbounded);
 
+void TrySendRecvSpindleLanes(benchmark::State& state) {
+  spindle_try_pair(state, spindle::bounded_lanes<u64>(capacity, 1));
+}
+BENCHMARK(TrySendRecvSpindleLanes);
+
 // The blocking pair on the same queue: send + recv where the value is always there, so
 // neither waits. The difference to the try pair is what the blocking calls add before their
 // first attempt.
@@ -97,6 +105,11 @@ void SendRecvSpindleUnbounded(benchmark::State& state) {
   spindle_blocking_pair(state, spindle::unbounded<u64>());
 }
 BENCHMARK(SendRecvSpindleUnbounded);
+
+void SendRecvSpindleLanes(benchmark::State& state) {
+  spindle_blocking_pair(state, spindle::bounded_lanes<u64>(capacity, 1));
+}
+BENCHMARK(SendRecvSpindleLanes);
 
 void TrySendRecvMutexDeque(benchmark::State& state) {
   std::mutex m;
@@ -231,6 +244,22 @@ void SpscSpindleBounded(benchmark::State& state) {
   spindle_spsc_fixture.run(state);
 }
 BENCHMARK(SpscSpindleBounded)->Threads(2)->UseRealTime();
+
+struct spindle_lanes_spsc {
+  std::pair<spindle::sender<u64>, spindle::receiver<u64>> ends =
+      spindle::bounded_lanes<u64>(capacity, 1);
+  void push(u64 v) { check(static_cast<bool>(ends.first.send(v)), "spindle send failed"); }
+  auto pop() -> u64 {
+    auto v = ends.second.recv();
+    check(v.has_value(), "spindle recv returned nullopt on an open channel");
+    return *v;
+  }
+};
+spsc_fixture<spindle_lanes_spsc> spindle_lanes_spsc_fixture;
+void SpscSpindleLanes(benchmark::State& state) {
+  spindle_lanes_spsc_fixture.run(state);
+}
+BENCHMARK(SpscSpindleLanes)->Threads(2)->UseRealTime();
 
 struct mutex_spsc {
   std::mutex m;

@@ -46,9 +46,10 @@ constexpr int scale = spindle_test::tsan_divisor(10);
 
 struct flavour {
   char const* name;
-  std::size_t capacity;  // SIZE_MAX: unbounded; 0: rendezvous
+  std::size_t capacity;  // as spindle_test::make_endpoints takes it
 };
 
+using spindle_test::lanes_capacity;
 using spindle_test::unbounded_capacity;
 
 template <class T>
@@ -56,13 +57,23 @@ auto make_channel(flavour const& f) -> spindle_test::endpoints<T> {
   return spindle_test::make_endpoints<T>(f.capacity);
 }
 
-/// Fills a bounded channel so that the next send waits; a rendezvous is full already, and an
-/// unbounded channel is never full (nothing is sent into it).
+/// Fills a bounded channel so that every send waits, whichever handle it goes through: every
+/// lane of a lanes channel (through copies of `tx`); a rendezvous is full already, and an
+/// unbounded channel is never full (nothing is sent into it). Ids from first_id on.
 void fill(spindle::sender<tracked>& tx, std::uint64_t first_id) {
   auto const n = tx.capacity() == unbounded_capacity ? 0 : tx.capacity();
-  for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_TRUE(tx.try_send(tracked(first_id + i)));
-  }
+  EXPECT_EQ(spindle_test::fill_every_slot(
+                tx, [first_id](std::size_t i) { return tracked(first_id + i); }),
+            n);
+}
+
+/// Fills only the room of `tx` (its lane, for a lanes channel), so that the next send through
+/// `tx` waits and a receiver that takes one value makes room for it.
+void fill_own_room(spindle::sender<tracked>& tx, std::uint64_t first_id, flavour const& f) {
+  auto const n = f.capacity == unbounded_capacity ? 0 : spindle_test::room_per_sender(f.capacity);
+  EXPECT_EQ(
+      spindle_test::fill_room_of(tx, [first_id](std::size_t i) { return tracked(first_id + i); }),
+      n);
 }
 
 auto flavour_name(testing::TestParamInfo<flavour> const& info) -> std::string {
@@ -183,18 +194,25 @@ auto outer_recv(spindle::receiver<tracked> rx, spindle::executor* ex, std::atomi
 
 class AsyncChannel : public testing::TestWithParam<flavour> {};
 
+// LanesCxL: bounded_lanes with lanes of capacity C, L of them.
 INSTANTIATE_TEST_SUITE_P(Flavours, AsyncChannel,
                          testing::Values(flavour{"Bounded1", 1}, flavour{"Bounded4", 4},
                                          flavour{"Unbounded", unbounded_capacity},
-                                         flavour{"Rendezvous", 0}),
+                                         flavour{"Rendezvous", 0},
+                                         flavour{"Lanes1x2", lanes_capacity(1, 2)},
+                                         flavour{"Lanes4x3", lanes_capacity(4, 3)}),
                          flavour_name);
 
-// The flavours that can be full, where a send waits.
+// The flavours that can be full, where a send waits. fill() fills every lane of a lanes
+// channel, so that a send through any copy of the sender waits too.
 class AsyncFullChannel : public testing::TestWithParam<flavour> {};
 
 INSTANTIATE_TEST_SUITE_P(Flavours, AsyncFullChannel,
                          testing::Values(flavour{"Bounded1", 1}, flavour{"Bounded4", 4},
-                                         flavour{"Rendezvous", 0}),
+                                         flavour{"Rendezvous", 0},
+                                         flavour{"Lanes1x2", lanes_capacity(1, 2)},
+                                         flavour{"Lanes4x1", lanes_capacity(4, 1)},
+                                         flavour{"Lanes2x3", lanes_capacity(2, 3)}),
                          flavour_name);
 
 // The usage: producer and consumer coroutines on an executor; the consumers see the channel
@@ -377,13 +395,23 @@ TEST_P(AsyncChannel, CloseResumesEverySuspendedCoroutine) {
     if (sends_can_wait) {
       EXPECT_EQ(std::count(handed_back.begin(), handed_back.end(), true), waiters);
     }
-    // What was buffered before the close drains, then the channel reports closed.
-    std::size_t drained = 0;
+    // What was buffered before the close drains, then the channel reports closed: in the
+    // order it was sent, but for a lanes channel only per lane (fill() sent through several
+    // handles), so there every id must arrive once, in any order.
+    bool const fifo = !spindle_test::is_lanes_capacity(GetParam().capacity);
+    std::vector<std::uint64_t> drained;
     while (auto v = full.rx.recv()) {
-      EXPECT_EQ(v->id(), 1000 + drained);
-      ++drained;
+      if (fifo) {
+        EXPECT_EQ(v->id(), 1000 + drained.size());
+      }
+      drained.push_back(v->id());
     }
-    EXPECT_EQ(drained, full.tx.capacity() == unbounded_capacity ? 0 : full.tx.capacity());
+    std::sort(drained.begin(), drained.end());
+    auto const expected = full.tx.capacity() == unbounded_capacity ? 0 : full.tx.capacity();
+    ASSERT_EQ(drained.size(), expected);
+    for (std::size_t i = 0; i < expected; ++i) {
+      EXPECT_EQ(drained[i], 1000 + i);
+    }
   }
   EXPECT_EQ(tracked::live(), before);
 }
@@ -561,9 +589,10 @@ TEST_P(AsyncChannel, ExtremeTimeoutsDoNotHang) {
       EXPECT_TRUE(r.is_received());
     }
     if (GetParam().capacity != unbounded_capacity) {
-      // Sends on a full channel: zero and negative timeouts make one try.
+      // Sends on a full channel: zero and negative timeouts make one try. Only the room of
+      // full.tx is filled, so that the one value the taker below receives frees it.
       auto full = make_channel<tracked>(GetParam());
-      fill(full.tx, 100);
+      fill_own_room(full.tx, 100, GetParam());
       EXPECT_TRUE(
           spindle::sync_wait(await_one(full.tx.async_send_for(tracked(3), 0ms))).is_timed_out());
       EXPECT_TRUE(spindle::sync_wait(await_one(full.tx.async_send_for(tracked(4), ns::min())))

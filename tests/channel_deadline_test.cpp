@@ -39,7 +39,9 @@ using fseconds = std::chrono::duration<double>;
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-enum class flavour { bounded, unbounded, rendezvous };
+// `lanes` is bounded_lanes with two lanes of one slot: every test sends through one handle, so
+// the bound it sees is that handle's lane (the helpers' copies of the sender only close it).
+enum class flavour { bounded, unbounded, rendezvous, lanes };
 
 auto make_channel(flavour f) -> std::pair<spindle::sender<int>, spindle::receiver<int>> {
   switch (f) {
@@ -47,6 +49,8 @@ auto make_channel(flavour f) -> std::pair<spindle::sender<int>, spindle::receive
       return spindle::bounded<int>(1);
     case flavour::unbounded:
       return spindle::unbounded<int>();
+    case flavour::lanes:
+      return spindle::bounded_lanes<int>(1, 2);
     case flavour::rendezvous:
       break;
   }
@@ -59,6 +63,8 @@ auto to_string(flavour f) -> std::string {
       return "Bounded";
     case flavour::unbounded:
       return "Unbounded";
+    case flavour::lanes:
+      return "Lanes";
     case flavour::rendezvous:
       break;
   }
@@ -119,10 +125,16 @@ auto blocked_until_released(spindle::sender<int> tx, Call call, Release release)
   return result.get();
 }
 
-/// Fills the channel so that a send has to wait: the bounded channel's one slot; nothing for a
-/// rendezvous (no receiver waits). An unbounded channel can never be made full.
+/// Whether the flavour keeps a sent value until it is received (so a test can look for it).
+auto buffers(flavour f) -> bool {
+  return f == flavour::bounded || f == flavour::lanes;
+}
+
+/// Fills the channel so that a send through `tx` has to wait: the bounded channel's one slot,
+/// or the one slot of tx's lane; nothing for a rendezvous (no receiver waits). An unbounded
+/// channel can never be made full.
 void make_full(flavour f, spindle::sender<int>& tx) {
-  if (f == flavour::bounded) {
+  if (buffers(f)) {
     ASSERT_TRUE(tx.try_send(-1));
   }
 }
@@ -242,7 +254,8 @@ class ChannelDeadline : public testing::TestWithParam<flavour> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Flavours, ChannelDeadline,
-                         testing::Values(flavour::bounded, flavour::unbounded, flavour::rendezvous),
+                         testing::Values(flavour::bounded, flavour::unbounded, flavour::rendezvous,
+                                         flavour::lanes),
                          flavour_name);
 
 // ---- Past deadlines: one try, no wait -------------------------------------------------------
@@ -330,7 +343,7 @@ TEST_P(ChannelDeadline, EndlessDeadlineSendWaitsForRoomOrTheClose) {
       EXPECT_EQ(r.status, how.expected);
       if (how.expected == send_status::closed) {
         EXPECT_EQ(r.value, 7);
-      } else if (f == flavour::bounded) {
+      } else if (buffers(f)) {
         EXPECT_EQ(rx.try_recv().value, 7);
       }
     });
@@ -389,7 +402,7 @@ TEST_P(ChannelDeadline, SendWithAStopTokenIsCancelledWithTheValueBack) {
       tx, [&, &tx = tx] { return tx.send(8, later.get_token()); }, [&] { later.request_stop(); });
   EXPECT_EQ(r.status, send_status::cancelled);
   EXPECT_EQ(r.value, 8);
-  if (f == flavour::bounded) {
+  if (buffers(f)) {
     EXPECT_EQ(rx.try_recv().value, -1) << "the filler is still there, alone";
   }
   EXPECT_EQ(rx.try_recv().status, recv_status::empty) << "a cancelled send sent nothing";
@@ -419,7 +432,7 @@ TEST_P(ChannelDeadline, SendWithAStopTokenSendsOrSeesTheClose) {
         tx, [&, &tx = tx] { return tx.send(6, never.get_token()); },
         [&, &rx = rx] { make_room(rx); });
     EXPECT_EQ(r.status, send_status::sent);
-    if (f == flavour::bounded) {
+    if (buffers(f)) {
       EXPECT_EQ(rx.try_recv().value, 6);
     }
   }

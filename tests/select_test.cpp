@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/channel_cases.hpp"
 #include "support/no_leak.hpp"
 #include "support/tracked.hpp"
 
@@ -37,13 +38,12 @@ using steady = std::chrono::steady_clock;
 /// What tracked::id() reports for a moved-from object.
 constexpr std::uint64_t moved_from_id = ~std::uint64_t{0};
 
-/// A channel of the given capacity; SIZE_MAX makes an unbounded one, 0 a rendezvous.
+/// A channel of the given capacity; SIZE_MAX makes an unbounded one, 0 a rendezvous, and
+/// spindle_test::lanes_capacity() a bounded_lanes one (spindle_test::make_endpoints).
 template <class T>
 auto make_channel(std::size_t capacity) -> std::pair<spindle::sender<T>, spindle::receiver<T>> {
-  if (capacity == SIZE_MAX) {
-    return spindle::unbounded<T>();
-  }
-  return spindle::bounded<T>(capacity);
+  auto ends = spindle_test::make_endpoints<T>(capacity);
+  return {std::move(ends.tx), std::move(ends.rx)};
 }
 
 using spindle_test::no_leak;
@@ -599,7 +599,7 @@ TEST(Select, ChosenSendMovesTheValueExactlyOnce) {
 
 struct flavour {
   std::string name;
-  std::size_t capacity;  // SIZE_MAX: unbounded; 0: rendezvous
+  std::size_t capacity;  // as make_channel takes it
 };
 
 class SelectFlavour : public ::testing::TestWithParam<flavour> {};
@@ -738,10 +738,14 @@ TEST_P(SelectFlavour, TheSameChannelInTwoCasesCompletesOnce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Flavours, SelectFlavour,
-                         ::testing::Values(flavour{"Rendezvous", 0}, flavour{"Bounded1", 1},
-                                           flavour{"Bounded4", 4}, flavour{"Unbounded", SIZE_MAX}),
-                         [](auto const& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Flavours, SelectFlavour,
+    ::testing::Values(flavour{"Rendezvous", 0}, flavour{"Bounded1", 1}, flavour{"Bounded4", 4},
+                      flavour{"Unbounded", SIZE_MAX},
+                      // bounded_lanes: lanes of capacity 1, 2 of them; of 4, 3.
+                      flavour{"Lanes1x2", spindle_test::lanes_capacity(1, 2)},
+                      flavour{"Lanes4x3", spindle_test::lanes_capacity(4, 3)}),
+    [](auto const& info) { return info.param.name; });
 
 // ---- Rendezvous ------------------------------------------------------------------------------
 

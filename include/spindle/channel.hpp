@@ -29,6 +29,11 @@
 //                       sleep or by close(); a channel whose waiters sleep more often than
 //                       once a millisecond switches to a fence per message).
 //                       detail/channel/spsc_channel.hpp.
+//   bounded_lanes(c, l) a bounded channel that scales with its producers: l rings ("lanes")
+//                       of c slots, one per sender handle (each copy of the sender takes the
+//                       next lane, round robin). A send waits only for room in its own lane;
+//                       a receive takes from any lane. FIFO per sender handle, no order
+//                       between handles. detail/channel/lanes_channel.hpp.
 //
 // Blocking: a blocked operation keeps trying for about 100 us, then parks the thread on a
 // futex (detail/sync/wait_list.hpp); no system call is made on a path where nobody sleeps. A
@@ -159,6 +164,11 @@ struct channel_access {
   static auto state_of(basic_receiver<T> const& rx) noexcept -> channel_state<T>& {
     return rx.get();
   }
+  /// The lane a sending handle sends into (the lanes flavour; 0 for the others).
+  template <class T>
+  static auto lane_of(basic_sender<T> const& tx) noexcept -> send_lane {
+    return tx.lane();
+  }
 };
 }  // namespace detail
 
@@ -183,7 +193,7 @@ class basic_sender {
   /// The first attempt is inlined into the caller and the wait is a call, as for
   /// receiver::recv().
   SPINDLE_ALWAYS_INLINE auto send(T value) -> send_result<T> {
-    if (get().first_try_send(value) == send_status::sent) {
+    if (get().first_try_send(value, lane()) == send_status::sent) {
       return send_result<T>{send_status::sent, std::nullopt};
     }
     return send_after_first_try(value);
@@ -198,7 +208,7 @@ class basic_sender {
   auto send(T value, std::stop_token stop) -> send_result<T> {
     std::optional<send_result<T>> out;
     auto keep = [&out](send_result<T> r) noexcept { out.emplace(std::move(r)); };
-    detail::send_case<T, decltype(keep)> to_send(get(), value, keep);
+    detail::send_case<T, decltype(keep)> to_send(get(), value, keep, lane());
     detail::stop_case<detail::no_handler> to_stop(std::move(stop), {});
     std::array<detail::select_case*, 2> const cases{&to_send, &to_stop};
     if (detail::run_select(cases, /*biased=*/true) == 0) {
@@ -210,9 +220,7 @@ class basic_sender {
   /// Sends `value` only if that needs no waiting: `sent`, `full` (no room; for a rendezvous,
   /// no receiver waiting) or `closed`, the value handed back unless sent.
   /// Throws: as send().
-  auto try_send(T value) -> send_result<T> {
-    return finish(get().visit([&](auto& ch) { return ch.try_send(value); }), value);
-  }
+  auto try_send(T value) -> send_result<T> { return finish(get().try_send(value, lane()), value); }
 
   /// As send(), but gives up after `timeout`: `sent`, `closed` or `timed_out`, the value
   /// handed back unless sent.
@@ -240,14 +248,15 @@ class basic_sender {
   /// awaiter until then. Threads and coroutines mix freely on one channel.
   /// Throws (from the co_await): std::bad_alloc, as send().
   [[nodiscard]] auto async_send(T value) -> detail::send_awaiter<T> {
-    return detail::send_awaiter<T>(get(), std::move(value));
+    return detail::send_awaiter<T>(get(), lane(), std::move(value));
   }
 
   /// As send(value, stop): `sent`, `closed`, or `cancelled` with the value handed back once
   /// stop is requested (from any thread; the request resumes the suspended coroutine).
   [[nodiscard]] auto async_send(T value, std::stop_token stop)
       -> detail::send_awaiter<T, detail::stop_case<detail::no_handler>> {
-    return {get(), std::move(value), detail::stop_case<detail::no_handler>(std::move(stop), {})};
+    return {get(), lane(), std::move(value),
+            detail::stop_case<detail::no_handler>(std::move(stop), {})};
   }
 
   /// As async_send(), but gives up after `timeout` (`timed_out`, value handed back), with the
@@ -255,7 +264,7 @@ class basic_sender {
   template <class Rep, class Period>
   [[nodiscard]] auto async_send_for(T value, std::chrono::duration<Rep, Period> timeout)
       -> detail::send_awaiter<T, detail::timeout_case<detail::no_handler>> {
-    return {get(), std::move(value),
+    return {get(), lane(), std::move(value),
             detail::timeout_case<detail::no_handler>(detail::deadline_after(timeout), {})};
   }
 
@@ -263,7 +272,7 @@ class basic_sender {
   template <class Clock, class Duration>
   [[nodiscard]] auto async_send_until(T value, std::chrono::time_point<Clock, Duration> deadline)
       -> detail::send_awaiter<T, detail::timeout_case<detail::no_handler>> {
-    return {get(), std::move(value),
+    return {get(), lane(), std::move(value),
             detail::timeout_case<detail::no_handler>(detail::to_steady(deadline), {})};
   }
 
@@ -305,7 +314,7 @@ class basic_sender {
   /// The blocking send of send(), send_for() and send_until(): the value is handed back
   /// unless sent.
   auto send_with(T& value, detail::wait_options const& options) -> send_result<T> {
-    auto const status = get().send(value, options);
+    auto const status = get().send(value, options, lane());
     return finish(status, value);
   }
 
@@ -323,6 +332,8 @@ class basic_sender {
 
   /// The channel; every operation other than the special members goes through here.
   [[nodiscard]] auto get() const noexcept -> detail::channel_state<T>& { return ref_.get(); }
+  /// The lane this handle sends into (bounded_lanes; 0 for every other kind of channel).
+  [[nodiscard]] auto lane() const noexcept -> detail::send_lane { return ref_.lane(); }
 
   detail::state_ref<T, detail::channel_side::sender> ref_;
 };
@@ -723,6 +734,42 @@ class spsc_receiver : public basic_receiver<T> {
   spsc_receiver(detail::channel_state<T>* state, detail::adopt_handle_t tag) noexcept
       : basic_receiver<T>(state, tag) {}
 };
+
+/// Creates a bounded channel that scales with its producers: `lanes` rings of `lane_capacity`
+/// slots each. Every sender handle sends into a lane of its own: the first handle into lane 0,
+/// each copy into the next lane, round robin once every lane has one. So give each producing
+/// thread (or coroutine) its own copy of the sender: producers then never share a cache line
+/// with each other, which is what stops a bounded(n) channel from scaling past a few
+/// producers (docs/performance.md). `lanes == 0` makes one lane per processor the process may
+/// use, at most 64.
+///
+/// Order: the values sent through one sender handle are received in the order they were sent
+/// (one FIFO per lane); values sent through different handles, copies of each other included,
+/// have no order between them. Receivers take from every lane, so that none is starved (each
+/// takes a burst of at most 32 values from one lane before it moves on), and `try_recv`'s
+/// `empty` means that each lane was empty when it was looked at, not that all were at one
+/// moment. Blocking, close, select, timeouts, iteration and `co_await` work as for
+/// bounded(n); a send waits while its own lane is full, whatever the others hold. The one
+/// difference at close: sends that run concurrently with close() may see it in any order
+/// (lanes are marked one by one); every send that starts after close() returned fails, and
+/// receivers drain every lane before they report closed.
+///
+/// capacity() is lanes * lane_capacity; size() counts every lane.
+///
+/// Throws: std::invalid_argument if `lane_capacity` is 0 or `lanes` is above 4096;
+/// std::length_error if lanes * lane_capacity slots would not fit in memory's address space;
+/// std::bad_alloc if they cannot be allocated.
+///
+/// Returns: std::pair<sender<T>, receiver<T>>.
+template <transferable T>
+auto bounded_lanes(std::size_t lane_capacity, std::size_t lanes = 0) {
+  using state = detail::channel_state<T>;
+  if (lanes == 0) {
+    lanes = detail::lanes_channel<T>::default_lanes();
+  }
+  auto* s = new state(typename state::lanes_tag{}, lane_capacity, lanes);
+  return detail::channel_access::make_pair(s);
+}
 
 /// Creates a bounded channel for one sending thread and one receiving thread at a time: a
 /// ring without a stamp per slot, whose sides read each other's position only when the ring

@@ -116,7 +116,8 @@ auto on_recv(spsc_receiver<T>&& rx, F f) -> detail::owning_recv_case<spsc_receiv
 /// file comment for when `value` is moved from.
 template <class T, class F>
 auto on_send(basic_sender<T>& tx, std::type_identity_t<T>& value, F f) -> detail::send_case<T, F> {
-  return detail::send_case<T, F>(detail::channel_access::state_of(tx), value, std::move(f));
+  return detail::send_case<T, F>(detail::channel_access::state_of(tx), value, std::move(f),
+                                 detail::channel_access::lane_of(tx));
 }
 
 /// Chosen when no other case is ready within `timeout` (measured from now).

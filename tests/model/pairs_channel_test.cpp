@@ -1,5 +1,6 @@
 // The operation matrix of spindle's channels (tests/support/op_matrix.hpp): for each flavour,
-// bounded (array_channel), unbounded (list_channel) and rendezvous (zero_channel), every
+// bounded (array_channel), unbounded (list_channel), rendezvous (zero_channel) and lanes
+// (lanes_channel, two lanes: each operation's sender is a copy with a lane of its own), every
 // unordered pair of the public operations below, each operation against itself included, runs
 // under the model checker on two threads (three for some rendezvous pairs, see `plan`).
 //
@@ -20,7 +21,8 @@
 //     back; an open buffered channel still carries a value afterwards;
 //   - FIFO: the prefill leaves the channel before anything sent later, in its own order, and a
 //     feeder's values in theirs, within each receiver and between an operation's receives and
-//     the final drain;
+//     the final drain (lanes: the prefill in its own order only, as it shares a lane with
+//     nothing else for sure);
 //   - no lost wake-up: the channel is prepared so that both operations can finish without a
 //     third party, so a thread still blocked at the end is reported as a deadlock; and at
 //     every quiescent point the channel's own invariant (lost_wake_up(): nobody waits for a
@@ -53,7 +55,12 @@ using spindle::send_status;
 
 namespace {
 
-enum class flavour : std::uint8_t { bounded, unbounded, rendezvous };
+enum class flavour : std::uint8_t { bounded, unbounded, rendezvous, lanes };
+
+/// The lanes flavour's lane count in the matrix: the prefill goes through the first handle
+/// (lane 0), and the operations' copies of the sender take lanes 1 and 0 in turn, so that a
+/// receiver waits for a value in a lane it is not looking at as often as in one it is.
+constexpr std::size_t matrix_lanes = 2;
 
 /// The rows and columns of the matrix. recv(stop_token), the _until calls and the coroutine
 /// forms are not rows: see the note at the end of this file.
@@ -155,7 +162,8 @@ struct plan {
 auto prefills_for(flavour f, op self, op other) -> bool {
   if (is_sending(other)) {
     // Bounded: the channel starts full, so the sender waits for the receiver to make room.
-    // Unbounded: the receiver waits for the sender's value.
+    // Unbounded and lanes: the receiver waits for the sender's value (the sender's lane is
+    // not the prefill's for sure, so a full lane would not make it wait).
     return f == flavour::bounded;
   }
   if (ends_receivers(other)) {
@@ -276,34 +284,34 @@ class parcel {
   spindle_test::tracked item_;
 };
 
-/// FIFO: whether value `x` must leave the channel before value `y`. The prefill is in the
-/// channel before any other thread starts, so it precedes everything, in its own order; the
-/// feeder's values follow each other. Values of different threads sent concurrently are not
-/// ordered.
-auto precedes(int x, int y) -> bool {
+/// FIFO: whether value `x` must leave a channel of flavour `f` before value `y`. The prefill
+/// is in the channel before any other thread starts, so it precedes everything, in its own
+/// order (lanes: only in its own order, being one sender handle's); the feeder's values follow
+/// each other. Values of different threads sent concurrently are not ordered.
+auto precedes(flavour f, int x, int y) -> bool {
   auto const prefilled = [](int i) { return i >= first_prefill && i < first_fed; };
   auto const fed = [](int i) { return i >= first_fed && i < closed_probe; };
   if (prefilled(x)) {
-    return !prefilled(y) || x < y;
+    return f == flavour::lanes ? prefilled(y) && x < y : !prefilled(y) || x < y;
   }
   return fed(x) && fed(y) && x < y;
 }
 
 /// Inside an execution: one receiver's values, in the order it took them, respect FIFO.
-void expect_in_order(std::vector<int> const& list) {
+void expect_in_order(flavour f, std::vector<int> const& list) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     for (std::size_t j = i + 1; j < list.size(); ++j) {
-      model::check(!precedes(list[j], list[i]), "values were received out of order");
+      model::check(!precedes(f, list[j], list[i]), "values were received out of order");
     }
   }
 }
 
 /// Inside an execution: nothing `late` took after `early` had finished had to leave the
 /// channel before what `early` took.
-void expect_before(std::vector<int> const& early, std::vector<int> const& late) {
+void expect_before(flavour f, std::vector<int> const& early, std::vector<int> const& late) {
   for (int e : early) {
     for (int l : late) {
-      model::check(!precedes(l, e), "a value was left behind while a later one was received");
+      model::check(!precedes(f, l, e), "a value was left behind while a later one was received");
     }
   }
 }
@@ -327,7 +335,8 @@ class channel_pair {
 
     auto ch = F == flavour::unbounded    ? spindle::unbounded<parcel>()
               : F == flavour::rendezvous ? spindle::bounded<parcel>(0)
-                                         : spindle::bounded<parcel>(plan_.capacity);
+              : F == flavour::lanes ? spindle::bounded_lanes<parcel>(plan_.capacity, matrix_lanes)
+                                    : spindle::bounded<parcel>(plan_.capacity);
     if constexpr (F == flavour::unbounded) {
       // Alone, before any other thread: move both positions to the end of the first block,
       // so that the prefill and the pair's sends take its last slots and cross into the next.
@@ -523,10 +532,10 @@ class channel_pair {
                                        books_.probe, books_.handed_back, books_.discarded},
                                       books_.made);
     for (auto const* list : {&books_.got[0], &books_.got[1], &books_.sink, &books_.drained}) {
-      expect_in_order(*list);
+      expect_in_order(F, *list);
     }
     for (auto const* list : {&books_.got[0], &books_.got[1], &books_.sink}) {
-      expect_before(*list, books_.drained);
+      expect_before(F, *list, books_.drained);
     }
   }
 
@@ -655,6 +664,7 @@ auto channel_ops() -> std::vector<spindle_test::operation<channel_pair<F>>> cons
 using bounded_pair = channel_pair<flavour::bounded>;
 using unbounded_pair = channel_pair<flavour::unbounded>;
 using rendezvous_pair = channel_pair<flavour::rendezvous>;
+using lanes_pair = channel_pair<flavour::lanes>;
 
 }  // namespace
 
@@ -668,6 +678,11 @@ SPINDLE_OPERATION_MATRIX(UnboundedPairs, unbounded_pair, channel_ops<flavour::un
                          spindle_test::pair_schedules(200));
 // bounded(0), with a feeder or a sink thread where an operation has no sure partner.
 SPINDLE_OPERATION_MATRIX(RendezvousPairs, rendezvous_pair, channel_ops<flavour::rendezvous>(),
+                         spindle_test::pair_schedules(200));
+// bounded_lanes(1 or 2, two lanes): the prefill in lane 0, each operation's sender a copy in
+// a lane of its own (1, then 0), so a receiver waits for a value in the other lane as well as
+// its own, and close races a send into a lane it has not marked yet.
+SPINDLE_OPERATION_MATRIX(LanesPairs, lanes_pair, channel_ops<flavour::lanes>(),
                          spindle_test::pair_schedules(200));
 
 // Timeouts: a parked send_for/recv_for may be ended by the model's virtual time at any point,

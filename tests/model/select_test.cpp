@@ -335,3 +335,29 @@ TEST(ModelSelect, TwoSelectsPairThroughRendezvous) {
   explore_and_report("two selects, opposite ends of two rendezvous, pct + buffers",
                      tso(model::pct_schedules(1407, budget(500), 3)), body);
 }
+
+TEST(ModelSelect, RendezvousSendCaseDoesNotPairAfterClose) {
+  // A select's send case on a rendezvous races with close(); the closing thread then tries to
+  // receive. A send case may find the channel open, then register only after close() has
+  // woken every waiter: its registration must not be taken by a receive that started after
+  // close() returned (that would be a hand-over after the close). The receive reports closed,
+  // and so does the send.
+  auto body = [] {
+    auto [tx, rx] = spindle::bounded<int>(0);
+    std::optional<send_status> sent;
+    model::thread sender([&sent, tx = tx]() mutable {
+      int v = 7;
+      spindle::select(spindle::on_send(tx, v, [&sent](send_result<int> r) { sent = r.status; }));
+    });
+    rx.close();
+    auto r = rx.try_recv();
+    model::check(r.status == spindle::recv_status::closed,
+                 "a rendezvous receive that started after close() paired with a send");
+    sender.join();
+    model::check(sent == send_status::closed, "a send case on a closed rendezvous did not fail");
+  };
+  explore_and_report("select send vs close + try_recv, rendezvous, dfs bound 2",
+                     model::exhaustive(2, budget(20000)), body);
+  explore_and_report("select send vs close + try_recv, rendezvous, random + buffers",
+                     tso(model::random_schedules(1410, budget(1000))), body);
+}

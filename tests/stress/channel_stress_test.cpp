@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/channel_cases.hpp"
+
 namespace {
 
 using spindle::recv_status;
@@ -32,24 +34,24 @@ constexpr std::uint64_t scale = 10;
 // A channel factory for a test parameter: name and maker.
 struct flavour {
   std::string name;
-  std::size_t capacity;  // SIZE_MAX = unbounded
+  std::size_t capacity;  // as spindle_test::make_endpoints takes it (SIZE_MAX = unbounded)
 };
 
 template <class T>
 auto make_channel(flavour const& f) -> std::pair<spindle::sender<T>, spindle::receiver<T>> {
-  if (f.capacity == SIZE_MAX) {
-    return spindle::unbounded<T>();
-  }
-  return spindle::bounded<T>(f.capacity);
+  auto ends = spindle_test::make_endpoints<T>(f.capacity);
+  return {std::move(ends.tx), std::move(ends.rx)};
 }
 
 auto messages_for(flavour const& f) -> std::uint64_t {
   // With no room to buffer, nearly every message costs a wake-up (a hand-shake for a
-  // rendezvous); keep those runs as short as the others'.
-  if (f.capacity <= 1) {
+  // rendezvous); keep those runs as short as the others'. A lanes channel's room is a
+  // producer's lane.
+  auto const room = spindle_test::room_per_sender(f.capacity);
+  if (room <= 1) {
     return 1000 * scale;
   }
-  return (f.capacity < 16 ? 3000 : 20000) * scale;
+  return (room < 16 ? 3000 : 20000) * scale;
 }
 
 // Encodes (producer, sequence) in one word.
@@ -58,7 +60,8 @@ constexpr auto tag(std::uint64_t producer, std::uint64_t seq) -> std::uint64_t {
 }
 
 // Producers tag messages; every message is received exactly once, and for each producer each
-// consumer sees strictly increasing sequence numbers (the channel is FIFO).
+// consumer sees strictly increasing sequence numbers (the channel is FIFO; a lanes channel is
+// FIFO per sender handle, and every producer sends through its own copy).
 class ChannelStress : public ::testing::TestWithParam<flavour> {};
 
 // The usage the stress test is about: 4 producers and 3 consumers on a 2-core machine, each
@@ -260,11 +263,17 @@ TEST_P(ChannelStress, LastReceiverDropRacingWithSendsLosesNothing) {
   EXPECT_EQ(bad, 0U) << "a value was lost or destroyed twice";
 }
 
-INSTANTIATE_TEST_SUITE_P(Flavours, ChannelStress,
-                         ::testing::Values(flavour{"Bounded1024", 1024}, flavour{"Bounded1", 1},
-                                           flavour{"Bounded3", 3}, flavour{"Bounded37", 37},
-                                           flavour{"Unbounded", SIZE_MAX},
-                                           flavour{"Rendezvous", 0}),
-                         [](auto const& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Flavours, ChannelStress,
+    ::testing::Values(flavour{"Bounded1024", 1024}, flavour{"Bounded1", 1}, flavour{"Bounded3", 3},
+                      flavour{"Bounded37", 37}, flavour{"Unbounded", SIZE_MAX},
+                      flavour{"Rendezvous", 0},
+                      // bounded_lanes, lanes of capacity C, L of them:
+                      // fewer lanes than producers (shared round robin),
+                      // and more lanes than handles.
+                      flavour{"Lanes1x3", spindle_test::lanes_capacity(1, 3)},
+                      flavour{"Lanes37x2", spindle_test::lanes_capacity(37, 2)},
+                      flavour{"Lanes3x16", spindle_test::lanes_capacity(3, 16)}),
+    [](auto const& info) { return info.param.name; });
 
 }  // namespace

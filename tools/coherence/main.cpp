@@ -9,9 +9,10 @@
 //   spindle-coherence [--only NAME[,NAME...]] [--messages N] [--executions N] [--seed N]
 //                     [--max-side N] [--smoke]
 //
-// Scenarios: bounded (the channel's array flavour, capacity 64), vyukov (a plain bounded MPMC
-// ring written here, the baseline), ticket (atomic_queue's fetch_add ring, written here),
-// unbounded, rendezvous, spsc, select (over 4 channels), coroutine (a wake through
+// Scenarios: bounded (the channel's array flavour, capacity 64), lanes (bounded_lanes, a lane
+// per producer, the 64 slots split over them: "lanes(PxK)" is P lanes of K), vyukov (a plain
+// bounded MPMC ring written here, the baseline), ticket (atomic_queue's fetch_add ring, written
+// here), unbounded, rendezvous, spsc, select (over 4 channels), coroutine (a wake through
 // async_recv), deque, executor (spawn + join). The "hot" column is the busiest line's moves.
 // The build setting of the channel (spread or contiguous ring, prefetch) is the executable's:
 // spindle-coherence and its -contig, -pf-always and -pf-never variants (tools/coherence/
@@ -27,6 +28,7 @@
 #include <spindle/select.hpp>
 #include <spindle/task.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -142,7 +144,8 @@ void join_all(threads& ts) {
 // ---- channels --------------------------------------------------------------------------------
 
 /// P producers send messages / P values each; C consumers receive until the channel closes
-/// (the last producer's handle dies with its thread).
+/// (the last producer's handle dies with its thread). Each producer sends through a copy of
+/// the sender of its own (for bounded_lanes: a lane of its own).
 template <class Make>
 void channel_scenario(config const& cfg, char const* name, Make make, shape s) {
   auto const per_producer = cfg.messages / static_cast<std::uint64_t>(s.producers);
@@ -566,6 +569,26 @@ void run(config const& cfg) {
           cfg, "bounded(64)", [] { return spindle::bounded<std::uint64_t>(64); }, s);
     }
   }
+  if (wanted(cfg, "lanes")) {
+    for (auto s : shapes(cfg)) {
+      // The bounded row's 64 slots split over one lane per producer, so that both buffer as
+      // many messages: the producers' copies of the sender take lanes 1 .. P-1 and then 0
+      // (round robin), one each, while the body's own handle, which sends nothing, holds 0.
+      // Each model thread keeps its receive hint as a thread does (lanes_channel.hpp,
+      // hint()), so consumers start spread over the lanes. The lanes' rings are contiguous
+      // whatever this build's setting for bounded(64) is.
+      auto const lanes = static_cast<std::size_t>(s.producers);
+      auto const lane_capacity = std::max<std::size_t>(64 / lanes, 1);
+      char name[32];
+      std::snprintf(name, sizeof name, "lanes(%zux%zu)", lanes, lane_capacity);
+      channel_scenario(
+          cfg, name,
+          [lanes, lane_capacity] {
+            return spindle::bounded_lanes<std::uint64_t>(lane_capacity, lanes);
+          },
+          s);
+    }
+  }
   if (wanted(cfg, "vyukov")) {
     for (auto s : shapes(cfg)) {
       vyukov_scenario(cfg, s);
@@ -670,8 +693,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: spindle-coherence [--only bounded,vyukov,ticket,unbounded,rendezvous,spsc,"
-          "select,coroutine,deque,executor] [--messages N] [--executions N] [--seed N] "
+          "usage: spindle-coherence [--only bounded,lanes,vyukov,ticket,unbounded,rendezvous,"
+          "spsc,select,coroutine,deque,executor] [--messages N] [--executions N] [--seed N] "
           "[--max-side N] "
           "[--smoke]\n");
       return a == "--help" ? 0 : 2;

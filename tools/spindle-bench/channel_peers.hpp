@@ -4,13 +4,17 @@
 // every implementation runs the same producer and consumer loops.
 //
 // An adapter `Q` is constructed as `Q(capacity, total)` where `total` is the number of
-// messages the consumers take in all, and offers:
+// messages the consumers take in all, or, where it sizes itself by its producers (spindle's
+// lanes channel), as `Q(capacity, total, producers)`; make_queue() picks the one it has. It
+// offers:
 //   make_producer() -> object with push(u64); destroying it says "this producer is done".
 //   make_consumer() -> object with pop(u64&) -> bool; false means end of stream.
 //   seal()          called once after every handle is made and before the start gate opens.
 // The static members `key` (for --only), `name`, `note` and `fifo` (whether per-producer FIFO
 // holds for each consumer, and the harness checks it) describe the row; an adapter with
-// `single_producer_single_consumer` is listed only where the scenario has one of each.
+// `single_producer_single_consumer` is listed only where the scenario has one of each, and one
+// with `several_producers` only where it has more than one thread on some side (and not in
+// the ping-pong, whose queues have one producer each).
 //
 // End of stream. spindle uses its natural API: each producer owns a sender, the last sender
 // destroyed closes the channel, and recv() returns nullopt once it is drained. The mutex
@@ -36,6 +40,7 @@
 #include <cstdint>
 #include <ctime>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -43,6 +48,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -204,6 +210,51 @@ class spindle_channel {
   std::optional<std::pair<spindle::sender<u64>, spindle::receiver<u64>>> ends_;
 };
 
+/// spindle's lanes channel (bounded_lanes): one lane per producer, each producer sending through
+/// its own copy of the sender, so that it owns a lane (every copy takes the next lane, round
+/// robin: the harness's own handle has lane 0, the producers' copies lanes 1 .. P-1 and then 0
+/// again, which the harness's handle gives up at seal()). For a fair comparison the scenario's
+/// capacity is split over the lanes: each holds capacity / producers (at least 1), so that the
+/// channel buffers as many messages in all as the other rows' queues (fewer where the
+/// capacity is not a multiple of the producers). Each lane is a FIFO, so each consumer sees
+/// one producer's messages in order, and the harness checks it.
+class spindle_lanes_channel {
+ public:
+  static constexpr std::string_view key = "spindle-lanes";
+  static constexpr std::string_view name = "spindle lanes";
+  static constexpr bool fifo = true;
+  // With one producer it is one lane, a bounded ring behind a scan: the spsc and ping-pong
+  // scenarios would only repeat the bounded row.
+  static constexpr bool several_producers = true;
+
+  static auto lane_capacity(std::size_t capacity, int producers) -> std::size_t {
+    return std::max<std::size_t>(capacity / static_cast<std::size_t>(std::max(producers, 1)), 1);
+  }
+
+  static auto note(std::size_t capacity) -> std::string {
+    return capacity == 0 ? "a lane of 1 per producer (no rendezvous); recv() blocks; close by "
+                           "dropping senders"
+                         : "a lane per producer, the capacity split over them (at least 1 "
+                           "each); recv() blocks; close by dropping senders";
+  }
+
+  spindle_lanes_channel(std::size_t capacity, u64 /*total*/, int producers)
+      : ends_(spindle::bounded_lanes<u64>(lane_capacity(capacity, producers),
+                                          static_cast<std::size_t>(std::max(producers, 1)))) {}
+
+  using producer = spindle_producer<spindle::sender<u64>>;
+  using consumer = spindle_consumer<spindle::receiver<u64>>;
+
+  /// A copy of the sender per producer: the copy takes the producer's lane.
+  auto make_producer() -> producer { return producer(ends_->first); }
+  auto make_consumer() -> consumer { return consumer(ends_->second); }
+  /// Drops the harness's own handles: the channel closes when the last producer is done.
+  void seal() { ends_.reset(); }
+
+ private:
+  std::optional<std::pair<spindle::sender<u64>, spindle::receiver<u64>>> ends_;
+};
+
 /// spindle's channel for one sender and one receiver (bounded_spsc): the same natural API as
 /// spindle_channel, with the move-only handles handed to the one producer and the one consumer.
 class spindle_spsc_channel {
@@ -249,6 +300,27 @@ constexpr auto single_producer_single_consumer() -> bool {
     return Q::single_producer_single_consumer;
   }
   return false;
+}
+
+/// Whether adapter `Q` is listed only where some side has more than one thread (it declares
+/// `several_producers`): the spsc and ping-pong scenarios leave it out.
+template <class Q>
+constexpr auto several_producers() -> bool {
+  if constexpr (requires { Q::several_producers; }) {
+    return Q::several_producers;
+  }
+  return false;
+}
+
+/// Makes adapter `Q` for a workload of `producers` producers: `Q(capacity, total, producers)`
+/// where it has that constructor, else `Q(capacity, total)`.
+template <class Q>
+auto make_queue(std::size_t capacity, u64 total, int producers) -> std::unique_ptr<Q> {
+  if constexpr (std::is_constructible_v<Q, std::size_t, u64, int>) {
+    return std::make_unique<Q>(capacity, total, producers);
+  } else {
+    return std::make_unique<Q>(capacity, total);
+  }
 }
 
 class bare_spsc_ring {
@@ -722,11 +794,13 @@ inline auto thread_cpu_now() -> std::chrono::nanoseconds {
 }
 
 /// Calls `visit.template operator()<Q>()` for every channel implementation built in, in the
-/// order of the tables: spindle's two flavours, the mutex baseline, then each peer found at
-/// configure time. Every scenario lists its implementations through this one function.
+/// order of the tables: spindle's bounded, lanes, unbounded and spsc channels, the mutex
+/// baseline, then each peer found at configure time. Every scenario lists its implementations
+/// through this one function.
 template <class Visit>
 void for_each_channel_impl(Visit&& visit) {
   visit.template operator()<spindle_channel<true>>();
+  visit.template operator()<spindle_lanes_channel>();
   visit.template operator()<spindle_channel<false>>();
   visit.template operator()<spindle_spsc_channel>();
   visit.template operator()<mutex_queue>();

@@ -23,6 +23,13 @@
 // --idle-ms; it measures its own CPU time (CLOCK_THREAD_CPUTIME_ID) around the receive.
 // Result: microseconds of CPU burnt while idle (lower is better).
 //
+// spindle's rows: bounded(K), bounded_lanes (one lane per producer, each producer with its own
+// copy of the sender, the capacity K split over the lanes so that the channel holds K in all;
+// channel_peers.hpp), unbounded, and bounded_spsc where there is one producer and one
+// consumer. The lanes row is left out where the workload has one producer and one consumer
+// (one lane: the bounded ring behind a scan) and of the ping-pong, for the same reason; the
+// idle scenario keeps it (its receiver waits on every lane at once).
+//
 // Every implementation runs the same workload, interleaved: run r runs every implementation
 // once, starting at a different one each run, so that a slow phase of a shared machine does
 // not land on one row. The table shows median, min and max over the runs and spindle's
@@ -93,7 +100,7 @@ struct throughput_sample {
 template <class Q>
 auto run_throughput(workload const& w) -> throughput_sample {
   auto const total = static_cast<u64>(w.producers) * w.messages;
-  auto q = std::make_unique<Q>(w.capacity, total);
+  auto q = make_queue<Q>(w.capacity, total, w.producers);
   auto const threads = static_cast<std::ptrdiff_t>(w.producers + w.consumers);
   std::latch ready(threads);
   std::latch go(1);
@@ -153,8 +160,10 @@ auto run_throughput(workload const& w) -> throughput_sample {
 /// Round trips through two queues; returns nanoseconds per round trip.
 template <class Q>
 auto run_pingpong(u64 rounds) -> double {
-  Q there(1, rounds);
-  Q back(1, rounds);
+  auto const there_queue = make_queue<Q>(1, rounds, 1);
+  auto const back_queue = make_queue<Q>(1, rounds, 1);
+  auto& there = *there_queue;
+  auto& back = *back_queue;
   std::latch ready(2);
   std::latch go(1);
   clock::time_point finished;
@@ -202,7 +211,8 @@ auto run_pingpong(u64 rounds) -> double {
 
 template <class Q>
 auto run_idle(std::chrono::milliseconds idle) -> double {
-  Q q(1, 1);
+  auto const queue = make_queue<Q>(1, 1, 1);
+  auto& q = *queue;
   std::latch ready(1);
   std::chrono::nanoseconds used{};
   u64 got = 0;
@@ -234,22 +244,28 @@ struct impl {
   std::function<double(u64)> pingpong;
   std::function<double(std::chrono::milliseconds)> idle;
   bool spsc_only = false;  // a queue for one producer and one consumer only
+  // Listed only where some side has more than one thread (several_producers in
+  // channel_peers.hpp); no ping-pong.
+  bool several_producers = false;
 };
 
 template <class Q>
 auto make_impl() -> impl {
+  constexpr bool several = several_producers<Q>();
   return {std::string(Q::key),
           std::string(Q::name),
           &Q::note,
           &run_throughput<Q>,
-          &run_pingpong<Q>,
+          several ? std::function<double(u64)>() : &run_pingpong<Q>,
           &run_idle<Q>,
-          single_producer_single_consumer<Q>()};
+          single_producer_single_consumer<Q>(),
+          several};
 }
 
 /// The implementations that fit a workload of `producers` and `consumers` threads.
 auto fitting(std::vector<impl> impls, int producers, int consumers) -> std::vector<impl> {
   if (producers == 1 && consumers == 1) {
+    std::erase_if(impls, [](impl const& i) { return i.several_producers; });
     return impls;
   }
   std::erase_if(impls, [](impl const& i) { return i.spsc_only; });
@@ -380,6 +396,7 @@ void throughput_scenario(std::string const& label, workload const& w, settings c
 
 void pingpong_scenario(u64 rounds, settings const& s) {
   auto impls = select_impls(s.only);
+  std::erase_if(impls, [](impl const& i) { return !i.pingpong; });  // several_producers rows
   auto rows = interleave(impls, s.runs, 1, [&](impl const& i) { return i.pingpong(rounds); });
   std::ostringstream title;
   title << "channel pingpong: " << rounds << " round trips over two capacity-1 queues, " << s.runs
@@ -485,6 +502,8 @@ auto channel_impls_for_sweep(std::size_t capacity) -> std::vector<channel_impl_r
     if (i.spsc_only) {
       continue;  // the sweep draws every row at every thread count, most with several producers
     }
+    // A several_producers row (spindle lanes) stays, so that its line has a point at every
+    // thread count: at the points with one producer it runs one lane.
     auto run = i.throughput;
     refs.push_back({i.key, i.name, i.note(capacity),
                     [run](int producers, int consumers, u64 messages, std::size_t cap) {

@@ -226,7 +226,7 @@ auto run_once(shape const& s, u64 per_producer, double rate) -> run_result {
   bool const paced = rate > 0;
   schedule const sched{paced ? 1e9 / rate : 0, s.producers};
   auto const total = static_cast<u64>(s.producers) * per_producer;
-  auto q = std::make_unique<Q>(s.capacity, total);
+  auto q = make_queue<Q>(s.capacity, total, s.producers);
   auto const threads = static_cast<std::ptrdiff_t>(s.producers + s.consumers);
   auto const consumers = static_cast<std::size_t>(s.consumers);
   std::latch ready(threads);
@@ -325,13 +325,18 @@ struct impl {
   std::string name;
   std::function<std::string(std::size_t)> note;
   std::function<run_result(shape const&, u64, double)> run;
-  bool spsc_only = false;  // a queue for one producer and one consumer only
+  bool spsc_only = false;          // a queue for one producer and one consumer only
+  bool several_producers = false;  // left out with one producer and one consumer
 };
 
 template <class Q>
 auto make_impl() -> impl {
-  return {std::string(Q::key), std::string(Q::name), &Q::note, &run_once<Q>,
-          single_producer_single_consumer<Q>()};
+  return {std::string(Q::key),
+          std::string(Q::name),
+          &Q::note,
+          &run_once<Q>,
+          single_producer_single_consumer<Q>(),
+          several_producers<Q>()};
 }
 
 auto all_impls() -> std::vector<impl> {
@@ -607,6 +612,8 @@ auto run_latency(std::span<char const* const> args) -> int {
   auto impls = select_impls(o.get_string("only", ""));
   if (s.producers != 1 || s.consumers != 1) {
     std::erase_if(impls, [](impl const& i) { return i.spsc_only; });
+  } else {
+    std::erase_if(impls, [](impl const& i) { return i.several_producers; });
   }
   std::vector<latency_row> rows;
   for (auto const& i : impls) {

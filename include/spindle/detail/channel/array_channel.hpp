@@ -209,6 +209,10 @@ class array_channel {
     return !is_empty() || is_closed();
   }
 
+  /// Whether a value is buffered, closed or not; seq_cst loads, for a readiness re-check that
+  /// tells "closed" apart itself (lanes_channel::recv_ready).
+  [[nodiscard]] auto holds_value() const noexcept -> bool { return !is_empty(); }
+
   /// The channel's no-lost-wake-up property as a checkable invariant: what breaks it, or
   /// nullptr. Where every thread is quiescent, nobody may still wait for a wake that the
   /// channel's state already owes it. The model tests check it at every quiescent point

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-// The shared state behind a pair of channel handles: one of the four flavours plus the
+// The shared state behind a pair of channel handles: one of the five flavours plus the
 // sender and receiver reference counts that decide when the channel closes, when it discards
 // its buffered values, and when it is freed.
 //
@@ -9,7 +9,7 @@
 // what is buffered at once; whichever side lets go last frees the state (a `destroy` flag,
 // set by exchange, picks that side exactly once).
 //
-// Flavour dispatch is a switch on a tag that never changes (a union of the four flavours),
+// Flavour dispatch is a switch on a tag that never changes (a union of the five flavours),
 // not a virtual call: every operation of a handle is one predictable branch away from the
 // flavour's code, and the flavours stay plain classes with the same small interface, the
 // concept channel_flavour (detail/channel/flavour.hpp), which each satisfies (asserted below).
@@ -21,6 +21,7 @@
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/array_channel.hpp>
 #include <spindle/detail/channel/flavour.hpp>
+#include <spindle/detail/channel/lanes_channel.hpp>
 #include <spindle/detail/channel/list_channel.hpp>
 #include <spindle/detail/channel/spsc_channel.hpp>
 #include <spindle/detail/channel/tuning.hpp>
@@ -36,11 +37,15 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
-enum class channel_flavor : std::uint8_t { array, list, zero, spsc };
+enum class channel_flavor : std::uint8_t { array, list, zero, spsc, lanes };
+
+/// The lane of a sender handle (lanes_channel): 0 for every other flavour, which ignores it.
+using send_lane = std::uint32_t;
 
 /// Tag of the handle constructors that adopt a count of a freshly made channel_state.
 struct adopt_handle_t {
@@ -61,12 +66,14 @@ class channel_state {
   static_assert(channel_flavour<list_channel<T>, T>);
   static_assert(bounded_channel_flavour<zero_channel<T>, T>);
   static_assert(bounded_channel_flavour<spsc_channel<T>, T>);
+  static_assert(bounded_channel_flavour<lanes_channel<T>, T>);
 
  public:
   struct array_tag {};
   struct list_tag {};
   struct zero_tag {};
   struct spsc_tag {};
+  struct lanes_tag {};
 
   /// Throws: as array_channel's constructor.
   channel_state(array_tag /*tag*/, std::size_t capacity)
@@ -78,6 +85,9 @@ class channel_state {
   /// Throws: as spsc_channel's constructor.
   channel_state(spsc_tag /*tag*/, std::size_t capacity)
       : flavor_(channel_flavor::spsc), spsc_(capacity) {}
+  /// Throws: as lanes_channel's constructor.
+  channel_state(lanes_tag /*tag*/, std::size_t lane_capacity, std::size_t lanes)
+      : flavor_(channel_flavor::lanes), lanes_(lane_capacity, lanes) {}
 
   channel_state(channel_state const&) = delete;
   auto operator=(channel_state const&) -> channel_state& = delete;
@@ -95,6 +105,9 @@ class channel_state {
         break;
       case channel_flavor::spsc:
         std::destroy_at(&spsc_);
+        break;
+      case channel_flavor::lanes:
+        std::destroy_at(&lanes_);
         break;
     }
   }
@@ -145,6 +158,8 @@ class channel_state {
         return std::numeric_limits<std::size_t>::max();
       case channel_flavor::spsc:
         return spsc_.capacity();
+      case channel_flavor::lanes:
+        return lanes_.capacity();
       case channel_flavor::zero:
         break;
     }
@@ -176,20 +191,26 @@ class channel_state {
   /// `full` for a rendezvous channel, whose send always takes send(). sender::send() inlines
   /// this into its caller and calls send() only when it did not send.
   /// Throws: std::bad_alloc from the unbounded flavour when it cannot grow.
-  auto first_try_send(T& value) -> send_status {
-    return flavor_ == channel_flavor::zero ? send_status::full : try_send(value);
+  auto first_try_send(T& value, send_lane lane = 0) -> send_status {
+    return flavor_ == channel_flavor::zero ? send_status::full : try_send(value, lane);
   }
 
   /// Sends through the flavour, blocking as `options` says (the channel's counters added, and
   /// `may_spin` as for recv: a sender that found the channel full polls only when the users fit
   /// the cores).
-  auto send(T& value, wait_options options) noexcept -> send_status {
+  auto send(T& value, wait_options options, send_lane lane = 0) noexcept -> send_status {
     options.may_spin = [](void const* self) noexcept {
       return static_cast<channel_state const*>(self)->users_fit_cores();
     };
     options.may_spin_arg = this;
     options.counters = &counters_.value;
-    return visit([&](auto& flavour) { return flavour.send(value, options); });
+    return visit([&](auto& flavour) {
+      if constexpr (takes_lane<decltype(flavour)>) {
+        return flavour.send(value, options, lane);
+      } else {
+        return flavour.send(value, options);
+      }
+    });
   }
 
   /// The counters of blocking calls (sender::stats(), receiver::stats()).
@@ -199,20 +220,39 @@ class channel_state {
 
   /// Sends without waiting, through the flavour (`value` is moved from only when sent).
   /// Throws: std::bad_alloc from the unbounded flavour when it cannot grow.
-  auto try_send(T& value) -> send_status {
-    return visit([&](auto& flavour) { return flavour.try_send(value); });
+  auto try_send(T& value, send_lane lane = 0) -> send_status {
+    return visit([&](auto& flavour) {
+      if constexpr (takes_lane<decltype(flavour)>) {
+        return flavour.try_send(value, lane);
+      } else {
+        return flavour.try_send(value);
+      }
+    });
   }
   /// Receives without waiting, through the flavour.
   auto try_recv() noexcept -> recv_result<T> {
     return visit([](auto& flavour) { return flavour.try_recv(); });
   }
 
-  // Select hooks, forwarded to the flavour (see watch_send in the flavours).
-  void watch_send(wait_entry& e) noexcept {
-    visit([&](auto& flavour) { flavour.watch_send(e); });
+  // Select hooks, forwarded to the flavour (see watch_send in the flavours). A send's hooks
+  // take the sender handle's lane, as try_send does.
+  void watch_send(wait_entry& e, send_lane lane = 0) noexcept {
+    visit([&](auto& flavour) {
+      if constexpr (takes_lane<decltype(flavour)>) {
+        flavour.watch_send(e, lane);
+      } else {
+        flavour.watch_send(e);
+      }
+    });
   }
-  void unwatch_send(wait_entry& e) noexcept {
-    visit([&](auto& flavour) { flavour.unwatch_send(e); });
+  void unwatch_send(wait_entry& e, send_lane lane = 0) noexcept {
+    visit([&](auto& flavour) {
+      if constexpr (takes_lane<decltype(flavour)>) {
+        flavour.unwatch_send(e, lane);
+      } else {
+        flavour.unwatch_send(e);
+      }
+    });
   }
   void watch_recv(wait_entry& e) noexcept {
     visit([&](auto& flavour) { flavour.watch_recv(e); });
@@ -220,8 +260,14 @@ class channel_state {
   void unwatch_recv(wait_entry& e) noexcept {
     visit([&](auto& flavour) { flavour.unwatch_recv(e); });
   }
-  [[nodiscard]] auto send_ready(waiter const* self) const noexcept -> bool {
-    return visit([&](auto const& flavour) { return flavour.send_ready(self); });
+  [[nodiscard]] auto send_ready(waiter const* self, send_lane lane = 0) const noexcept -> bool {
+    return visit([&](auto const& flavour) {
+      if constexpr (takes_lane<decltype(flavour)>) {
+        return flavour.send_ready(self, lane);
+      } else {
+        return flavour.send_ready(self);
+      }
+    });
   }
   [[nodiscard]] auto recv_ready(waiter const* self) const noexcept -> bool {
     return visit([&](auto const& flavour) { return flavour.recv_ready(self); });
@@ -250,20 +296,24 @@ class channel_state {
   [[nodiscard]] auto receiver_may_poll() const noexcept -> bool {
     if constexpr (!channel_tuning::poll_shared) {
       // relaxed: a snapshot for a heuristic, as in users_fit_cores().
-      if (flavor_ == channel_flavor::array && receivers_.load(std::memory_order_relaxed) > 1) {
+      if ((flavor_ == channel_flavor::array || flavor_ == channel_flavor::lanes) &&
+          receivers_.load(std::memory_order_relaxed) > 1) {
         return false;
       }
     }
     return users_fit_cores();
   }
 
-  void acquire_sender() noexcept {
+  /// Counts one more sender handle and returns its lane (lanes_channel hands out the next;
+  /// every other flavour has only lane 0).
+  auto acquire_sender() noexcept -> send_lane {
     SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
                   "a copy of a spindle::spsc_sender: a single-producer "
                   "channel has exactly one sender handle");
     // relaxed: the new handle is copied from a live one, which keeps the count above zero;
     // nothing is published by the increment.
     senders_.fetch_add(1, std::memory_order_relaxed);
+    return flavor_ == channel_flavor::lanes ? lanes_.hand_out_lane() : 0;
   }
 
   void acquire_receiver() noexcept {
@@ -307,6 +357,11 @@ class channel_state {
   void set_receivers_gone_hook(receivers_gone_hook* hook) noexcept { receivers_gone_ = hook; }
 
  private:
+  /// Whether a flavour (as visit() hands it over, a reference) sends into a sender's lane: the
+  /// lanes flavour; a compile-time choice inside the dispatch, so that the others pay no branch.
+  template <class Flavour>
+  static constexpr bool takes_lane = std::is_same_v<std::remove_cvref_t<Flavour>, lanes_channel<T>>;
+
   /// visit() for a const or a mutable state: `Self` is channel_state or channel_state const.
   template <class Self, class Fn>
   static auto visit_flavour(Self& self, Fn&& fn) -> decltype(auto) {
@@ -317,6 +372,8 @@ class channel_state {
         return fn(self.list_);
       case channel_flavor::spsc:
         return fn(self.spsc_);
+      case channel_flavor::lanes:
+        return fn(self.lanes_);
       case channel_flavor::zero:
         break;
     }
@@ -349,6 +406,7 @@ class channel_state {
     list_channel<T> list_;
     zero_channel<T> zero_;
     spsc_channel<T> spsc_;
+    lanes_channel<T> lanes_;
   };
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 // What a channel flavour provides: the operations the handles, select and the coroutine
-// awaiters reach through channel_state's dispatch. Every flavour (array, list, zero, spsc)
+// awaiters reach through channel_state's dispatch. Every flavour (array, list, zero, spsc, lanes)
 // satisfies `channel_flavour`, checked by static_asserts in channel_state.hpp, so that a
 // flavour missing an operation or giving it another shape fails where it is declared, not in
 // the middle of a dispatch.

@@ -2,7 +2,9 @@
 #pragma once
 // One handle's counted reference to a channel_state: the copy, move, assignment and
 // destruction that sender<T> and receiver<T> share, templated on the side whose count it
-// holds. The counts and what their last release does are channel_state's.
+// holds. The counts and what their last release does are channel_state's. A sender's
+// reference also carries its lane (channel_state::acquire_sender): the copy takes a lane of
+// its own, a move takes it along.
 
 #include <spindle/detail/channel/channel_state.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -31,16 +33,18 @@ class state_ref {
       return;
     }
     if constexpr (Side == channel_side::sender) {
-      state_->acquire_sender();
+      lane_ = state_->acquire_sender();
     } else {
       state_->acquire_receiver();
     }
   }
-  state_ref(state_ref&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  state_ref(state_ref&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)), lane_(other.lane_) {}
   /// Copy and move assignment in one: `other` is a copy (or the moved value), and drops the
   /// old count when it goes.
   auto operator=(state_ref other) noexcept -> state_ref& {
     std::swap(state_, other.state_);
+    std::swap(lane_, other.lane_);
     return *this;
   }
   ~state_ref() {
@@ -62,9 +66,14 @@ class state_ref {
     return *state_;
   }
 
+  /// The sender handle's lane (always 0 for a receiver's reference).
+  [[nodiscard]] auto lane() const noexcept -> send_lane { return lane_; }
+
  private:
   // Null exactly when moved from.
   channel_state<T>* state_;
+  // The first handle of a channel has lane 0; copies take theirs from acquire_sender().
+  send_lane lane_ = 0;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

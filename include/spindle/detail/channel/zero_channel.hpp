@@ -99,11 +99,19 @@ class zero_channel {
   }
 
   /// Takes the value of a waiting sender, if one waits: received, empty or closed.
+  ///
+  /// Closed first: after close() no sender may hand over. close() ended every sender waiting
+  /// then, but a select or coroutine send case that found the channel open may register just
+  /// after it (watch_send) and withdraw only once its re-check sees closed_; a receive that
+  /// took that registration would complete a hand-over after the close.
   auto try_recv() noexcept -> recv_result<T> {
     std::unique_lock lock(mutex_);
+    if (closed_) {
+      return recv_result<T>{recv_status::closed, std::nullopt};
+    }
     wait_entry* sender = senders_.try_select();
     if (sender == nullptr) {
-      return recv_result<T>{closed_ ? recv_status::closed : recv_status::empty, std::nullopt};
+      return recv_result<T>{recv_status::empty, std::nullopt};
     }
     auto out = take(*sender);
     lock.unlock();
@@ -112,16 +120,17 @@ class zero_channel {
   }
 
   /// Blocks until a sender hands over a value: received, closed, timed_out or cancelled.
+  /// Closed first, as in try_recv().
   auto recv(wait_options const& options) noexcept -> recv_result<T> {
     std::unique_lock lock(mutex_);
+    if (closed_) {
+      return recv_result<T>{recv_status::closed, std::nullopt};
+    }
     if (wait_entry* sender = senders_.try_select(); sender != nullptr) {
       auto out = take(*sender);
       lock.unlock();
       sender->owner->wake();
       return out;
-    }
-    if (closed_) {
-      return recv_result<T>{recv_status::closed, std::nullopt};
     }
     if (options.stop_requested()) {
       return recv_result<T>{recv_status::cancelled, std::nullopt};

@@ -27,8 +27,9 @@ class send_awaiter : public select_awaiter_base<send_case<T, no_handler>, Extra.
   using base = select_awaiter_base<send_case<T, no_handler>, Extra...>;
 
  public:
-  send_awaiter(channel_state<T>& ch, T&& value, Extra&&... extra)
-      : base(/*biased=*/true, send_case<T, no_handler>(ch, value_, no_handler{}),
+  /// `lane`: the sender handle's (state_ref::lane).
+  send_awaiter(channel_state<T>& ch, send_lane lane, T&& value, Extra&&... extra)
+      : base(/*biased=*/true, send_case<T, no_handler>(ch, value_, no_handler{}, lane),
              std::move(extra)...),
         value_(std::move(value)) {}
   send_awaiter(send_awaiter&& other) noexcept

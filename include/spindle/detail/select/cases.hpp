@@ -155,34 +155,37 @@ class recv_case : public select_case {
 };
 
 /// Sends the caller's value; the handler gets send_result<T>: sent, or closed with the value
-/// (moved out of the caller's variable into the result, as sender::send returns it).
+/// (moved out of the caller's variable into the result, as sender::send returns it). `lane`
+/// is the sender handle's (state_ref::lane), which the lanes flavour sends into.
 template <class T, class F>
 class send_case : public select_case {
  public:
-  send_case(channel_state<T>& ch, T& value, F f) : ch_(&ch), value_(&value), f_(std::move(f)) {}
+  send_case(channel_state<T>& ch, T& value, F f, send_lane lane = 0)
+      : ch_(&ch), value_(&value), f_(std::move(f)), lane_(lane) {}
   send_case(send_case&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
       : select_case(std::move(other)),
         ch_(other.ch_),
         value_(other.value_),
-        f_(std::move(other.f_)) {}
+        f_(std::move(other.f_)),
+        lane_(other.lane_) {}
 
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
   auto try_fire() -> bool override {
-    status_ = ch_->try_send(*value_);
+    status_ = ch_->try_send(*value_, lane_);
     return status_ != send_status::full;
   }
   void watch(waiter& w) noexcept override {
     // A rendezvous receiver that selects this entry moves the value out of the caller's
     // variable directly (zero_channel::take).
     entry_.emplace(w, value_);
-    ch_->watch_send(*entry_);
+    ch_->watch_send(*entry_, lane_);
   }
   [[nodiscard]] auto ready(waiter const& w) const noexcept -> bool override {
-    return ch_->send_ready(&w);
+    return ch_->send_ready(&w, lane_);
   }
   void unwatch() noexcept override {
     if (entry_) {
-      ch_->unwatch_send(*entry_);
+      ch_->unwatch_send(*entry_, lane_);
       entry_.reset();
     }
   }
@@ -213,6 +216,7 @@ class send_case : public select_case {
   channel_state<T>* ch_;
   T* value_;
   F f_;
+  send_lane lane_;
   send_status status_ = send_status::full;
   std::optional<wait_entry> entry_;
 };
