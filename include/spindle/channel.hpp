@@ -38,10 +38,11 @@
 // Blocking: a blocked operation keeps trying for about 100 us, then parks the thread on a
 // futex (detail/sync/wait_list.hpp); no system call is made on a path where nobody sleeps. A
 // receiver first polls for about 2 us when the channel's handles number at most the
-// processors, and otherwise yields between tries from the start (detail::recv_blocking says
-// why). A sender waiting on a full bounded channel holds back, while it yields, until half
-// the ring is free (detail/channel/array_channel.hpp, "room to resume"). One waiter is woken per
-// sent message or freed slot; close wakes everyone.
+// processors and, for bounded(n) and bounded_lanes, it is the channel's only receiver
+// (channel_state::receiver_may_poll); otherwise it yields between tries from the start
+// (detail::recv_blocking says why). A sender waiting on a full bounded channel holds back, while it
+// yields, until half the ring is free (detail/channel/array_channel.hpp, "room to resume"). One
+// waiter is woken per sent message or freed slot; close wakes everyone.
 //
 // Progress: try_send/try_recv of the bounded and unbounded flavours are lock-free in the
 // system-wide sense except while the one slot they need is mid-transfer by a preempted thread

@@ -108,10 +108,10 @@ class executor_options {
   /// second half `b` where no thief can see it (the private end of a split deque, as in Lace)
   /// instead of on the worker's Chase-Lev deque, so a fork and its join cost plain loads and
   /// stores instead of a locked instruction: fine-grained fork-join runs about twice as fast
-  /// (docs/performance.md, "Private joins"). The private jobs are published, oldest first, as
-  /// soon as the forking worker forks again while another worker searches or sleeps, and
-  /// before its thread waits in the library (a join's, task group's or join handle's wait, a
-  /// channel operation, a blocking call).
+  /// (docs/performance.md, "private joins, a split deque for join"). The private jobs are
+  /// published, oldest first, as soon as the forking worker forks again while another worker
+  /// searches or sleeps, and before its thread waits in the library (a join's, task group's or join
+  /// handle's wait, a channel operation, a blocking call).
   ///
   /// The price is part of join's contract: `b` is not stolen while `a` runs code that neither
   /// forks nor waits in the library. With the option on, `a` must not wait for `b` by other

@@ -16,7 +16,7 @@ A test that hangs is stopped by ctest's timeout and counts as a kill (a hang is 
 wake-up shows outside the model checker). A mutant whose text is not found exactly once, or
 that does not compile, is an error in the list, not a kill.
 
-Not part of CI: a full run takes one to two hours on two cores. Run it before a release, with
+Not part of CI: a full run takes about an hour on two cores. Run it before a release, with
 --record, which keeps the verdict of every mutant it ran in tools/mutate/verdicts.tsv (one line
 per mutant: its latest verdict, the tests that killed it, the date, the commit and the kind of
 run) and writes docs/mutation.md and the score in README.md ("Proof") from that file. Neither

@@ -57,6 +57,7 @@
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/close.hpp>
 #include <spindle/detail/channel/park.hpp>
+#include <spindle/detail/channel/readiness.hpp>
 #include <spindle/detail/channel/recv_blocking.hpp>
 #include <spindle/detail/channel/spread_layout.hpp>
 #include <spindle/detail/channel/tuning.hpp>
@@ -202,29 +203,23 @@ class array_channel {
   /// Whether a send would not find the channel full (or finds it closed); seq_cst loads, the
   /// re-check after watch_send (wait_list.hpp (A)).
   [[nodiscard]] auto send_ready(waiter const* /*self*/) const noexcept -> bool {
-    return !is_full() || is_closed();
+    return send_would_proceed(is_full(), is_closed());
   }
   /// Whether a receive would not find the channel empty (or finds it closed); as send_ready.
   [[nodiscard]] auto recv_ready(waiter const* /*self*/) const noexcept -> bool {
-    return !is_empty() || is_closed();
+    return recv_would_proceed(is_empty(), is_closed());
   }
 
   /// Whether a value is buffered, closed or not; seq_cst loads, for a readiness re-check that
   /// tells "closed" apart itself (lanes_channel::recv_ready).
   [[nodiscard]] auto holds_value() const noexcept -> bool { return !is_empty(); }
 
-  /// The channel's no-lost-wake-up property as a checkable invariant: what breaks it, or
-  /// nullptr. Where every thread is quiescent, nobody may still wait for a wake that the
-  /// channel's state already owes it. The model tests check it at every quiescent point
-  /// (tests/model/liveness_test.cpp); between two steps of a protocol it may not hold.
+  /// The channel's no-lost-wake-up property as a checkable invariant (readiness.hpp): what
+  /// breaks it, or nullptr.
   [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
-    if (receivers_.value.waiting_at_quiescence() && (!is_empty() || is_closed())) {
-      return "a receiver waits while a value is buffered or the channel is closed";
-    }
-    if (senders_.value.waiting_at_quiescence() && (!is_full() || is_closed())) {
-      return "a sender waits while a slot is free or the channel is closed";
-    }
-    return nullptr;
+    return buffered_lost_wake_up(
+        receivers_.value, [this] { return recv_ready(nullptr); }, &senders_.value,
+        [this] { return send_ready(nullptr); });
   }
 
   [[nodiscard]] auto is_closed() const noexcept -> bool {

@@ -42,7 +42,9 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
-enum class channel_flavor : std::uint8_t { array, list, zero, spsc, lanes };
+/// Which flavour a channel_state holds ("flavour" is spelled one way in the library: the
+/// concept channel_flavour, this tag, the flavours' names).
+enum class flavour_kind : std::uint8_t { array, list, zero, spsc, lanes };
 
 /// The lane of a sender handle (lanes_channel): 0 for every other flavour, which ignores it.
 using send_lane = std::uint32_t;
@@ -77,36 +79,36 @@ class channel_state {
 
   /// Throws: as array_channel's constructor.
   channel_state(array_tag /*tag*/, std::size_t capacity)
-      : flavor_(channel_flavor::array), array_(capacity) {
+      : kind_(flavour_kind::array), array_(capacity) {
     array_.watch_sender_count(&senders_);
   }
-  explicit channel_state(list_tag /*tag*/) : flavor_(channel_flavor::list), list_() {}
-  explicit channel_state(zero_tag /*tag*/) : flavor_(channel_flavor::zero), zero_() {}
+  explicit channel_state(list_tag /*tag*/) : kind_(flavour_kind::list), list_() {}
+  explicit channel_state(zero_tag /*tag*/) : kind_(flavour_kind::zero), zero_() {}
   /// Throws: as spsc_channel's constructor.
   channel_state(spsc_tag /*tag*/, std::size_t capacity)
-      : flavor_(channel_flavor::spsc), spsc_(capacity) {}
+      : kind_(flavour_kind::spsc), spsc_(capacity) {}
   /// Throws: as lanes_channel's constructor.
   channel_state(lanes_tag /*tag*/, std::size_t lane_capacity, std::size_t lanes)
-      : flavor_(channel_flavor::lanes), lanes_(lane_capacity, lanes) {}
+      : kind_(flavour_kind::lanes), lanes_(lane_capacity, lanes) {}
 
   channel_state(channel_state const&) = delete;
   auto operator=(channel_state const&) -> channel_state& = delete;
 
   ~channel_state() {
-    switch (flavor_) {
-      case channel_flavor::array:
+    switch (kind_) {
+      case flavour_kind::array:
         std::destroy_at(&array_);
         break;
-      case channel_flavor::list:
+      case flavour_kind::list:
         std::destroy_at(&list_);
         break;
-      case channel_flavor::zero:
+      case flavour_kind::zero:
         std::destroy_at(&zero_);
         break;
-      case channel_flavor::spsc:
+      case flavour_kind::spsc:
         std::destroy_at(&spsc_);
         break;
-      case channel_flavor::lanes:
+      case flavour_kind::lanes:
         std::destroy_at(&lanes_);
         break;
     }
@@ -129,7 +131,7 @@ class channel_state {
   /// close() by a sender handle: the same, but the SPSC flavour knows that its one sender is
   /// not sending and skips its hand-shake (spsc_channel::close_as_sender).
   void close_as_sender() noexcept {
-    if (flavor_ == channel_flavor::spsc) {
+    if (kind_ == flavour_kind::spsc) {
       static_cast<void>(spsc_.close_as_sender());
       return;
     }
@@ -148,19 +150,19 @@ class channel_state {
     return visit([](auto const& flavour) { return flavour.size(); });
   }
 
-  [[nodiscard]] auto flavor() const noexcept -> channel_flavor { return flavor_; }
+  [[nodiscard]] auto kind() const noexcept -> flavour_kind { return kind_; }
 
   [[nodiscard]] auto capacity() const noexcept -> std::size_t {
-    switch (flavor_) {
-      case channel_flavor::array:
+    switch (kind_) {
+      case flavour_kind::array:
         return array_.capacity();
-      case channel_flavor::list:
+      case flavour_kind::list:
         return std::numeric_limits<std::size_t>::max();
-      case channel_flavor::spsc:
+      case flavour_kind::spsc:
         return spsc_.capacity();
-      case channel_flavor::lanes:
+      case flavour_kind::lanes:
         return lanes_.capacity();
-      case channel_flavor::zero:
+      case flavour_kind::zero:
         break;
     }
     return 0;
@@ -192,7 +194,7 @@ class channel_state {
   /// this into its caller and calls send() only when it did not send.
   /// Throws: std::bad_alloc from the unbounded flavour when it cannot grow.
   auto first_try_send(T& value, send_lane lane = 0) -> send_status {
-    return flavor_ == channel_flavor::zero ? send_status::full : try_send(value, lane);
+    return kind_ == flavour_kind::zero ? send_status::full : try_send(value, lane);
   }
 
   /// Sends through the flavour, blocking as `options` says (the channel's counters added, and
@@ -274,7 +276,7 @@ class channel_state {
   }
   /// Whether a party that selects a watching entry completes its operation through the
   /// entry's packet (the rendezvous), rather than only waking it to try again.
-  [[nodiscard]] auto hands_off() const noexcept -> bool { return flavor_ == channel_flavor::zero; }
+  [[nodiscard]] auto hands_off() const noexcept -> bool { return kind_ == flavour_kind::zero; }
 
   /// Whether every handle's thread could run at once: the sender and receiver handles number
   /// at most the processors. A heuristic for how a receiver waits, never for correctness.
@@ -296,7 +298,7 @@ class channel_state {
   [[nodiscard]] auto receiver_may_poll() const noexcept -> bool {
     if constexpr (!channel_tuning::poll_shared) {
       // relaxed: a snapshot for a heuristic, as in users_fit_cores().
-      if ((flavor_ == channel_flavor::array || flavor_ == channel_flavor::lanes) &&
+      if ((kind_ == flavour_kind::array || kind_ == flavour_kind::lanes) &&
           receivers_.load(std::memory_order_relaxed) > 1) {
         return false;
       }
@@ -307,17 +309,17 @@ class channel_state {
   /// Counts one more sender handle and returns its lane (lanes_channel hands out the next;
   /// every other flavour has only lane 0).
   auto acquire_sender() noexcept -> send_lane {
-    SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
+    SPINDLE_CHECK(kind_ != flavour_kind::spsc,
                   "a copy of a spindle::spsc_sender: a single-producer "
                   "channel has exactly one sender handle");
     // relaxed: the new handle is copied from a live one, which keeps the count above zero;
     // nothing is published by the increment.
     senders_.fetch_add(1, std::memory_order_relaxed);
-    return flavor_ == channel_flavor::lanes ? lanes_.hand_out_lane() : 0;
+    return kind_ == flavour_kind::lanes ? lanes_.hand_out_lane() : 0;
   }
 
   void acquire_receiver() noexcept {
-    SPINDLE_CHECK(flavor_ != channel_flavor::spsc,
+    SPINDLE_CHECK(kind_ != flavour_kind::spsc,
                   "a copy of a spindle::spsc_receiver: a single-consumer "
                   "channel has exactly one receiver handle");
     // relaxed: as in acquire_sender().
@@ -365,16 +367,16 @@ class channel_state {
   /// visit() for a const or a mutable state: `Self` is channel_state or channel_state const.
   template <class Self, class Fn>
   static auto visit_flavour(Self& self, Fn&& fn) -> decltype(auto) {
-    switch (self.flavor_) {
-      case channel_flavor::array:
+    switch (self.kind_) {
+      case flavour_kind::array:
         return fn(self.array_);
-      case channel_flavor::list:
+      case flavour_kind::list:
         return fn(self.list_);
-      case channel_flavor::spsc:
+      case flavour_kind::spsc:
         return fn(self.spsc_);
-      case channel_flavor::lanes:
+      case flavour_kind::lanes:
         return fn(self.lanes_);
-      case channel_flavor::zero:
+      case flavour_kind::zero:
         break;
     }
     return fn(self.zero_);
@@ -394,7 +396,7 @@ class channel_state {
   atomic<std::size_t> senders_{1};
   atomic<std::size_t> receivers_{1};
   atomic<bool> destroy_{false};
-  channel_flavor const flavor_;
+  flavour_kind const kind_;
   // Written once before any handle is shared; read by the last receiver, whose acq_rel
   // decrement of receivers_ orders it after every handle's use (and so after the write).
   receivers_gone_hook* receivers_gone_ = nullptr;

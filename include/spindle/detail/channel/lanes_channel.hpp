@@ -59,6 +59,7 @@
 
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/array_channel.hpp>
+#include <spindle/detail/channel/readiness.hpp>
 #include <spindle/detail/channel/recv_blocking.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
@@ -103,9 +104,9 @@ class lanes_channel {
         lane_capacity_(lane_capacity),
         lanes_(std::make_unique<std::unique_ptr<array_channel<T>>[]>(lanes)) {
     for (std::size_t i = 0; i < lane_count_; ++i) {
-      // Contiguous rings: a lane has one producer, for which the contiguous ring moved 1.8x
-      // as many messages as the spread one on 16 cores (docs/performance.md, "Channel
-      // variants on 16 cores", 1P/1C).
+      // Contiguous rings: a lane has one producer, and one producer moved more messages
+      // through a contiguous ring than through a spread one on 16 cores (docs/performance.md,
+      // "Channel variants on 16 cores", 1P/1C).
       lanes_[i] = std::make_unique<array_channel<T>>(lane_capacity, /*spread=*/false);
     }
   }
@@ -179,10 +180,9 @@ class lanes_channel {
 
   /// The first look of a blocking receive: a value ready in some lane, else `empty`. The lane
   /// the thread took its last value from is polled inline and the scan of every lane is a
-  /// call, so that a receive that finds its value where the last one was costs what the
-  /// bounded flavour's does (a scan out of line returned the value through the stack; the
-  /// two-lane single-thread send+recv took 29 ns with every look out of line, 17 ns with
-  /// bounded(n), on the 2-vCPU machine).
+  /// call: a scan inline made the whole receive a call, whose value came back through the
+  /// stack, and a receive that finds its value where the last one was need not pay for the
+  /// scan (docs/performance.md, "The lanes channel").
   SPINDLE_ALWAYS_INLINE auto first_look() noexcept -> recv_result<T> {
     if (recv_hint* h = hint(); h != nullptr) {
       auto const k = h->lane;
@@ -253,8 +253,11 @@ class lanes_channel {
   /// The no-lost-wake-up invariant (array_channel::lost_wake_up), over every lane's senders
   /// and the channel's receivers.
   [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
-    if (receivers_.value.waiting_at_quiescence() && recv_ready(nullptr)) {
-      return "a receiver waits while a lane holds a value or the channel is closed";
+    // The receivers wait on the channel's list; the senders on their lanes' (checked below).
+    if (auto const* broken = buffered_lost_wake_up(
+            receivers_.value, [this] { return recv_ready(nullptr); }, nullptr,
+            [] { return false; })) {
+      return broken;
     }
     for (std::size_t i = 0; i < lane_count_; ++i) {
       if (auto const* broken = lanes_[i]->lost_wake_up()) {

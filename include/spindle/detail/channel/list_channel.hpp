@@ -43,6 +43,7 @@
 
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/close.hpp>
+#include <spindle/detail/channel/readiness.hpp>
 #include <spindle/detail/channel/recv_blocking.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/atomic.hpp>
@@ -217,18 +218,13 @@ class list_channel {
   /// Whether a receive would not find the channel empty (or finds it closed); seq_cst loads, the
   /// re-check after watch_recv (wait_list.hpp (A)).
   [[nodiscard]] auto recv_ready(waiter const* /*self*/) const noexcept -> bool {
-    return !is_empty() || is_closed();
+    return recv_would_proceed(is_empty(), is_closed());
   }
 
-  /// The channel's no-lost-wake-up property as a checkable invariant: what breaks it, or
-  /// nullptr. Where every thread is quiescent, nobody may still wait for a wake that the
-  /// channel's state already owes it. The model tests check it at every quiescent point
-  /// (tests/model/liveness_test.cpp); between two steps of a protocol it may not hold.
+  /// The no-lost-wake-up invariant (readiness.hpp); a send never waits here.
   [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
-    if (receivers_.value.waiting_at_quiescence() && (!is_empty() || is_closed())) {
-      return "a receiver waits while a value is buffered or the channel is closed";
-    }
-    return nullptr;
+    return buffered_lost_wake_up(
+        receivers_.value, [this] { return recv_ready(nullptr); }, nullptr, [] { return false; });
   }
 
   [[nodiscard]] auto is_closed() const noexcept -> bool {

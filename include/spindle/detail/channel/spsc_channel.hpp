@@ -48,8 +48,9 @@
 //     with nothing buffered has seen every value sent before the close. The wait is for a few
 //     instructions of the sender, unless the sender is preempted inside them; then close()
 //     yields until it runs.
-//   - One user per side: a spsc_sender and a spsc_receiver cannot be copied, and a copy
-//     through the base class aborts in every build (channel_state::acquire_sender). Two
+//   - One user per side: a spsc_sender and a spsc_receiver cannot be copied, through their
+//     base classes either (a compile error; channel_state::acquire_sender also refuses a copy
+//     that reached the state some other way, in every build). Two
 //     threads using one handle at once is a precondition violation, as for every
 //     single-producer queue. Builds with SPINDLE_ENABLE_ASSERTS (the SPINDLE_ASSERTIONS
 //     option) report it: each side marks itself busy for the length of an operation with
@@ -80,6 +81,7 @@
 #include <spindle/channel_result.hpp>
 #include <spindle/detail/channel/close.hpp>
 #include <spindle/detail/channel/park.hpp>
+#include <spindle/detail/channel/readiness.hpp>
 #include <spindle/detail/channel/recv_blocking.hpp>
 #include <spindle/detail/channel/wait_budget.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
@@ -269,22 +271,18 @@ class spsc_channel {
   /// Whether a send would not find the channel full (or finds it closed); seq_cst loads, the
   /// re-check after watch_send (wait_list.hpp (A)).
   [[nodiscard]] auto send_ready(waiter const* /*self*/) const noexcept -> bool {
-    return !is_full() || is_closed();
+    return send_would_proceed(is_full(), is_closed());
   }
   /// Whether a receive would not find the channel empty (or finds it closed); as send_ready.
   [[nodiscard]] auto recv_ready(waiter const* /*self*/) const noexcept -> bool {
-    return !is_empty() || is_closed();
+    return recv_would_proceed(is_empty(), is_closed());
   }
 
-  /// The no-lost-wake-up invariant, as array_channel::lost_wake_up().
+  /// The no-lost-wake-up invariant (readiness.hpp).
   [[nodiscard]] auto lost_wake_up() const noexcept -> char const* {
-    if (receivers_.value.waiting_at_quiescence() && (!is_empty() || is_closed())) {
-      return "a receiver waits while a value is buffered or the channel is closed";
-    }
-    if (senders_.value.waiting_at_quiescence() && (!is_full() || is_closed())) {
-      return "a sender waits while a slot is free or the channel is closed";
-    }
-    return nullptr;
+    return buffered_lost_wake_up(
+        receivers_.value, [this] { return recv_ready(nullptr); }, &senders_.value,
+        [this] { return send_ready(nullptr); });
   }
 
   [[nodiscard]] auto is_closed() const noexcept -> bool {
