@@ -24,7 +24,8 @@
 //     the pair is asymmetric (detail/sync/atomic.hpp): the side that publishes runs
 //     light_fence(), a compiler barrier, and the side that is about to sleep runs
 //     heavy_fence() (membarrier(2)) between registering and re-checking. The heavy fence
-//     costs 10-20 us on a VM, next to a sleep that already waited out the poll budget.
+//     costs a system call (atomic.hpp), next to a sleep that already waited out the poll
+//     budget.
 //   - When waits are frequent, the pair stops being asymmetric. A coroutine or select waits
 //     after a single look, and a thread whose partner sends every few hundred microseconds
 //     parks on every message; then a heavy fence per wait costs more than a fence per

@@ -24,7 +24,8 @@
 // (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED), which together order as two seq_cst
 // fences would (D. Dice, H. Huang, M. Yang, "Asymmetric Dekker Synchronization", 2001; Linux
 // uses the same pairing between membarrier and the barriers of its scheduler). The heavy side
-// costs a system call and an interrupt per other CPU (10-20 us on a VM), so it belongs only
+// costs a system call and an interrupt per other CPU (tens of microseconds on a virtual
+// machine: docs/design.md, "Floor 1"), so it belongs only
 // next to a sleep. Where the kernel refuses the command (no membarrier, a seccomp filter),
 // asymmetric_fences() is false and both sides are fence_seq_cst(). Under the model checker the
 // heavy side drains every thread's store buffer (model::heavy_fence) and the light side is

@@ -60,7 +60,7 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 /// Marks a short function on a hot path that the optimiser must inline: the owner's push and
 /// pop of a work-stealing deque, which fork-join runs once per fork. Left to itself, g++ -O3
 /// spends its inlining budget on the user's recursion instead and calls them out of line,
-/// which made fib(30) with join 1.4-1.5x slower than at -O2 (docs/performance.md, "Fork-join fast
+/// which made fib(30) with join slower at -O3 than at -O2 (docs/performance.md, "Fork-join fast
 /// path").
 #define SPINDLE_ALWAYS_INLINE [[gnu::always_inline]] inline
 
