@@ -16,31 +16,25 @@
 // the task to the thread that was timing out); two submitters; a submit from outside, and one
 // from a pool task, racing shutdown; two shutdowns.
 //
-// Seeded bugs. The protocol is copied, cut down to submit/run/shutdown (toy_pool below), in
-// three versions: as the library has it (it must pass what the real pool passes), and two
-// wrong ones the checker must catch: a thread that trusts its timed-out park and exits although
-// a submitter already chose it, and a thread that registers as idle in a second critical
-// section after it saw the queue empty (a submit in between finds no idle thread, every thread
-// counted, and queues the task behind a thread that is about to sleep).
+// Seeded bugs: mutants of the real header in tools/mutate/mutants.txt that these tests kill:
+// `blocking-pool-exit-although-woken` (a thread that trusts its timed-out park and exits
+// although a submitter already chose it), `blocking-pool-idle-after-unlock` (a thread that
+// registers as idle in a second critical section after it saw the queue empty: a submit in
+// between finds no idle thread, every thread counted, and queues the task behind a thread that
+// is about to sleep) and `blocking-pool-submit-no-wake`.
 #include <spindle/detail/executor/blocking_pool.hpp>
 #include <spindle/detail/executor/task.hpp>
-#include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/parker.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <deque>
-#include <memory>
-#include <mutex>
+#include <functional>
 #include <stdexcept>
-#include <vector>
 
 #include "model/support.hpp"
 #include "support/model_cases.hpp"
@@ -52,7 +46,6 @@ using spindle::detail::parker;
 using spindle::detail::task;
 using spindle_test::budget;
 using spindle_test::explore_and_report;
-using spindle_test::quiet;
 using spindle_test::tso;
 
 namespace {
@@ -240,158 +233,6 @@ void two_shutdowns(expiry e) {
   model::check(pool.threads() == 0, "a thread left after shutdown");
 }
 
-// ---- the protocol, cut down, with seeded bugs ------------------------------------------------
-
-enum class pool_bug : std::uint8_t {
-  none,
-  /// A thread whose timed park reports a timeout exits without looking at `woken`: a submitter
-  /// that chose it in the meantime counted on it, and its task stays queued with no thread.
-  exit_on_timeout,
-  /// A thread sees the queue empty, releases the lock, and registers as idle in a second
-  /// critical section without looking again: a submit in between queues the task behind it.
-  idle_after_unlock,
-};
-
-/// blocking_pool's protocol ((S) and (W) in blocking_pool.hpp) without hooks, names, reaping,
-/// thread start failures or concurrent shutdowns; threads are joined at shutdown.
-template <pool_bug Bug>
-class toy_pool {
- public:
-  explicit toy_pool(std::size_t max_threads) : max_(max_threads) {}
-  toy_pool(toy_pool const&) = delete;
-  auto operator=(toy_pool const&) -> toy_pool& = delete;
-
-  void submit(task* t) {
-    std::lock_guard<spindle::detail::mutex> g(lock_);
-    queue_.push_back(t);
-    if (!idle_.empty()) {
-      worker* w = idle_.back();
-      idle_.pop_back();
-      wake(*w);
-      return;
-    }
-    if (threads_ < max_) {
-      ++threads_;
-      workers_.push_back(std::make_unique<worker>());
-      worker* w = workers_.back().get();
-      w->thread = std::make_unique<model::thread>([this, w] { run(*w); });
-    }
-  }
-
-  void shutdown() {
-    {
-      std::lock_guard<spindle::detail::mutex> g(lock_);
-      shutdown_ = true;
-      for (worker* w : idle_) {
-        wake(*w);
-      }
-      idle_.clear();
-    }
-    for (auto& w : workers_) {
-      w->thread->join();
-    }
-  }
-
-  /// The invariant of the real pool's test, read as plain memory at a quiescent point.
-  [[nodiscard]] auto owed() const -> char const* {
-    return owes_wake_up(queue_.size(), idle_.size(), threads_);
-  }
-
- private:
-  struct worker {
-    parker park;
-    bool woken = false;
-    std::unique_ptr<model::thread> thread;
-  };
-
-  void wake(worker& w) {
-    w.woken = true;
-    w.park.unpark();
-  }
-
-  void run(worker& w) {
-    std::unique_lock<spindle::detail::mutex> lk(lock_);
-    for (;;) {
-      while (!queue_.empty()) {
-        task* t = queue_.front();
-        queue_.pop_front();
-        lk.unlock();
-        t->run(t);
-        lk.lock();
-      }
-      if (shutdown_) {
-        break;
-      }
-      if constexpr (Bug == pool_bug::idle_after_unlock) {
-        lk.unlock();
-        lk.lock();
-      }
-      if (!wait_for_work(w, lk)) {
-        break;
-      }
-    }
-    --threads_;
-  }
-
-  auto wait_for_work(worker& w, std::unique_lock<spindle::detail::mutex>& lk) -> bool {
-    idle_.push_back(&w);
-    auto const deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-    for (;;) {
-      lk.unlock();
-      bool const token = w.park.park_until(deadline);
-      lk.lock();
-      bool const exit = Bug == pool_bug::exit_on_timeout ? !token : (!w.woken && !token);
-      if (exit) {
-        std::erase(idle_, &w);
-        return false;
-      }
-      if (w.woken) {
-        w.woken = false;
-        return true;
-      }
-    }
-  }
-
-  std::size_t const max_;
-  spindle::detail::mutex lock_;
-  std::deque<task*> queue_;
-  std::vector<worker*> idle_;
-  std::vector<std::unique_ptr<worker>> workers_;
-  std::size_t threads_ = 0;
-  bool shutdown_ = false;
-};
-
-/// submit_races_keep_alive(1) on the toy pool.
-template <pool_bug Bug>
-void toy_submit_races_keep_alive() {
-  toy_pool<Bug> pool(1);
-  model::quiescence_invariant owed([&pool] { return pool.owed(); });
-  parker done;
-  counted_task a(&done);
-  counted_task b(&done);
-  pool.submit(&a);
-  done.park();
-  pool.submit(&b);
-  done.park();
-  model::check(a.runs.get() == 1 && b.runs.get() == 1, "a task did not run exactly once");
-  pool.shutdown();
-}
-
-template <pool_bug Bug>
-void expect_caught(char const* name) {
-  auto const d =
-      model::explore(quiet(model::exhaustive(1, budget(20000))), toy_submit_races_keep_alive<Bug>);
-  EXPECT_FALSE(d) << "dfs missed the seeded bug '" << name << "'";
-  std::printf("[model] seeded bug '%s' caught by dfs as %s after %llu executions; replay %s\n%s",
-              name, model::to_string(d.failure), static_cast<unsigned long long>(d.executions),
-              d.schedule.c_str(), d.message.substr(0, d.message.find('\n') + 1).c_str());
-  auto const p = model::explore(quiet(model::pct_schedules(41, budget(4000), 3)),
-                                toy_submit_races_keep_alive<Bug>);
-  EXPECT_FALSE(p) << "pct missed the seeded bug '" << name << "'";
-  std::printf("[model] seeded bug '%s' caught by pct as %s after %llu executions\n", name,
-              model::to_string(p.failure), static_cast<unsigned long long>(p.executions));
-}
-
 }  // namespace
 
 TEST(ModelBlockingPool, SubmitRacesKeepAliveExpiry) {
@@ -444,17 +285,4 @@ TEST(ModelBlockingPool, TwoShutdowns) {
   for (expiry const e : {expiry::expires, expiry::forever}) {
     explore_all("blocking pool: two shutdowns", 71, 300, [e] { two_shutdowns(e); });
   }
-}
-
-TEST(ModelBlockingPool, CutDownProtocolPasses) {
-  // The copy the seeded bugs start from passes the keep-alive race, as the real pool does.
-  explore_all("toy pool: submit vs keep-alive", 81, 300,
-              toy_submit_races_keep_alive<pool_bug::none>);
-}
-
-TEST(ModelBlockingPool, SeededBugsAreCaught) {
-  // A thread that trusts its timed-out park, and one that registers as idle after it let go
-  // of the lock: each strands task b (a deadlock, or the invariant at a quiescent point).
-  expect_caught<pool_bug::exit_on_timeout>("thread exits on timeout although chosen");
-  expect_caught<pool_bug::idle_after_unlock>("thread registers as idle after unlocking");
 }
