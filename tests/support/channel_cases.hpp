@@ -1,5 +1,5 @@
 #pragma once
-// Test support: scenarios that every channel flavour (bounded, unbounded, rendezvous, lanes)
+// Test support: scenarios that every channel flavour (bounded, unbounded, rendezvous, lanes, spsc)
 // must pass the same way, and a receive loop shared by the tests. Each flavour's test file calls
 // them with a channel of its own kind, so the scenario is written once and the file still says
 // which flavour it checks. The parameterized suites name a flavour by one number, a "capacity"
@@ -122,28 +122,34 @@ auto fill_every_slot(spindle::sender<T>& tx, Make make) -> std::size_t {
   return sent;
 }
 
-/// A receiver blocked in recv(stop_token) returns `cancelled` once the token is stopped,
-/// whether it has already parked or not. `rx` is copied into the blocked thread.
+/// A receiver blocked in recv(stop_token) on an empty channel returns `cancelled` once the
+/// token is stopped, whether it was still trying or had already parked (a stop at once, and
+/// one 20 ms later, when the receiver has long parked). The blocked thread uses `rx` itself,
+/// so any kind of receiving handle will do (an spsc_receiver cannot be copied).
 template <class T>
-void expect_stop_token_cancels_blocked_recv(spindle::receiver<T> const& rx) {
-  std::stop_source stop;
-  std::latch started(1);
-  spindle::recv_status status = spindle::recv_status::empty;
-  std::thread t([&, rx = rx]() mutable {
-    started.count_down();
-    status = rx.recv(stop.get_token()).status;
-  });
-  started.wait();
-  stop.request_stop();  // wakes the receiver whether it is already parked or not
-  t.join();
-  EXPECT_EQ(status, spindle::recv_status::cancelled);
+void expect_stop_token_cancels_blocked_recv(spindle::basic_receiver<T>& rx) {
+  using namespace std::chrono_literals;
+  for (auto const pause : {0ms, 20ms}) {
+    std::stop_source stop;
+    std::latch started(1);
+    spindle::recv_status status = spindle::recv_status::empty;
+    std::thread t([&] {
+      started.count_down();
+      status = rx.recv(stop.get_token()).status;
+    });
+    started.wait();
+    std::this_thread::sleep_for(pause);
+    stop.request_stop();  // wakes the receiver whether it is already parked or not
+    t.join();
+    EXPECT_EQ(status, spindle::recv_status::cancelled) << "stop after " << pause.count() << " ms";
+  }
 }
 
 /// Receives from `rx` with recv_for(`timeout`) until it reports closed, passing each value to
 /// `take`; a wait that timed out simply waits again.
 template <class T, class Rep, class Period, class Take>
-void recv_for_until_closed(spindle::receiver<T>& rx, std::chrono::duration<Rep, Period> timeout,
-                           Take take) {
+void recv_for_until_closed(spindle::basic_receiver<T>& rx,
+                           std::chrono::duration<Rep, Period> timeout, Take take) {
   for (;;) {
     auto r = rx.recv_for(timeout);
     if (r.status == spindle::recv_status::closed) {
