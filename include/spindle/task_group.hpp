@@ -105,6 +105,13 @@ struct group_stop_source {
 }  // namespace detail
 
 /// What task_group::wait() reports about the round it waited for.
+///
+/// A bare enum, unlike the results of the channel and executor operations (a struct with
+/// `explicit operator bool` and `is_*()`, [[nodiscard]], channel_result.hpp): those calls can
+/// fail, and a result dropped unread hides a value that was not sent or a task that was not
+/// accepted. wait() cannot fail (an exception of a task is rethrown, not returned); its status
+/// only says whether cancel() was called in the round, which the caller that did not cancel
+/// has no use for, so `tg.wait();` must compile without a cast, as oneTBB's does.
 enum class task_group_status : std::uint8_t {
   complete,  ///< every task ran (or threw: wait() rethrew the first exception)
   cancelled  ///< cancel() was called: tasks that had not started were skipped
