@@ -149,6 +149,8 @@ class lanes_channel {
   SPINDLE_ALWAYS_INLINE auto try_recv() noexcept -> recv_result<T> {
     if (recv_hint* h = hint(); h != nullptr) {
       auto const k = h->lane;
+      // acquire: pairs with the seq_cst fetch_add of hand_out_lane(); a lane this load does
+      // not count yet is left to the scan, whose seq_cst load does.
       if (k < handed(std::memory_order_acquire)) {
         if (auto r = lanes_[k]->try_recv(); r.status == recv_status::received) {
           took_again(*h);
@@ -168,6 +170,8 @@ class lanes_channel {
               saw_open = saw_open || got.status == recv_status::empty;
               return got;
             },
+            // seq_cst: `empty` must count every lane handed out before this call
+            // (hand_out_lane's fetch_add).
             std::memory_order_seq_cst);
         r.status == recv_status::received) {
       return r;
@@ -186,6 +190,7 @@ class lanes_channel {
   SPINDLE_ALWAYS_INLINE auto first_look() noexcept -> recv_result<T> {
     if (recv_hint* h = hint(); h != nullptr) {
       auto const k = h->lane;
+      // acquire: as in try_recv(); a miss here only means the scan looks.
       if (k < handed(std::memory_order_acquire)) {
         if (auto r = lanes_[k]->first_look(); r.status == recv_status::received) {
           took_again(*h);
@@ -402,6 +407,8 @@ class lanes_channel {
   /// The poll of recv_blocking: each lane's poll (which reads no line a sender writes but the
   /// slot's).
   [[gnu::noinline]] auto poll_recv() noexcept -> recv_result<T> {
+    // acquire: pairs with hand_out_lane(); the poll's `empty` is only a hint, which the
+    // full attempt (try_recv) and the re-check before parking make exact.
     return scan([](array_channel<T>& lane) { return lane.first_look(); },
                 std::memory_order_acquire);
   }
