@@ -10,8 +10,8 @@
 // full; a receive scans the lanes that have had a handle for a value. So producers that each
 // hold their own copy of the sender never touch each other's cache lines: the bounded
 // channel's shared tail position, which every producer CASes and which is what makes it
-// collapse on many cores (docs/performance.md, "Coherence cost meter": the busiest line moves
-// 3.6 to 6.4 times per message with 8 threads), is split into one per producer. moodycamel's
+// collapse on many cores (docs/performance.md, "Coherence cost meter": with many threads its
+// line moves several times per message), is split into one per producer. moodycamel's
 // ConcurrentQueue scales with producers the same way, with a sub-queue per producer
 // (cameron314/concurrentqueue, "Producer tokens" in its README); it was the only peer whose
 // throughput grew from 4 to 32 threads on the 16-core machine (issue 32's table).
