@@ -147,18 +147,8 @@ class lanes_channel {
   /// The lane the thread took its last value from is tried inline; the scan of every lane is
   /// a call (try_recv_scan), as for first_look().
   SPINDLE_ALWAYS_INLINE auto try_recv() noexcept -> recv_result<T> {
-    if (recv_hint* h = hint(); h != nullptr) {
-      auto const k = h->lane;
-      // acquire: pairs with the seq_cst fetch_add of hand_out_lane(); a lane this load does
-      // not count yet is left to the scan, whose seq_cst load does.
-      if (k < handed(std::memory_order_acquire)) {
-        if (auto r = lanes_[k]->try_recv(); r.status == recv_status::received) {
-          took_again(*h);
-          return r;
-        }
-      }
-    }
-    return try_recv_scan();
+    return own_lane_first([](array_channel<T>& lane) { return lane.try_recv(); },
+                          [this] { return try_recv_scan(); });
   }
 
   /// try_recv() when the thread's lane had nothing: every lane, from the hint on.
@@ -188,17 +178,8 @@ class lanes_channel {
   /// stack, and a receive that finds its value where the last one was need not pay for the
   /// scan (docs/performance.md, "The lanes channel").
   SPINDLE_ALWAYS_INLINE auto first_look() noexcept -> recv_result<T> {
-    if (recv_hint* h = hint(); h != nullptr) {
-      auto const k = h->lane;
-      // acquire: as in try_recv(); a miss here only means the scan looks.
-      if (k < handed(std::memory_order_acquire)) {
-        if (auto r = lanes_[k]->first_look(); r.status == recv_status::received) {
-          took_again(*h);
-          return r;
-        }
-      }
-    }
-    return poll_recv();
+    return own_lane_first([](array_channel<T>& lane) { return lane.first_look(); },
+                          [this] { return poll_recv(); });
   }
 
   /// Receives, waiting while every lane is empty: received, closed, timed_out or cancelled.
@@ -368,6 +349,24 @@ class lanes_channel {
 #else
     return std::hash<std::thread::id>{}(std::this_thread::get_id()) % n;
 #endif
+  }
+
+  /// The fast path of try_recv() and first_look(): `look` at the lane the thread took its last
+  /// value from, inline; `rest()` (the scan of every lane, a call) when that found nothing.
+  template <class Look, class Rest>
+  SPINDLE_ALWAYS_INLINE auto own_lane_first(Look look, Rest rest) noexcept -> recv_result<T> {
+    if (recv_hint* h = hint(); h != nullptr) {
+      auto const k = h->lane;
+      // acquire: pairs with the seq_cst fetch_add of hand_out_lane(); a lane this load does
+      // not count yet is left to the scan, whose own load counts it.
+      if (k < handed(std::memory_order_acquire)) {
+        if (auto r = look(*lanes_[k]); r.status == recv_status::received) {
+          took_again(*h);
+          return r;
+        }
+      }
+    }
+    return rest();
   }
 
   /// The hint after the thread took another value from its lane: the burst goes on, or ends.
