@@ -309,10 +309,9 @@ void first_waits_for_second() {
 }  // namespace
 
 TEST(ModelExecutor, BatchInTransitIsAnnounced) {
-  // Before (M1), PCT found the deadlock within 25 schedules and PCT under TSO on the first.
-  // Exhaustive search at a small preemption bound does not reach it here (the executor's spin
-  // and search loops make the tree too wide); tests/model/idle_test.cpp runs the protocol
-  // alone, where it does.
+  // Before (M1), PCT found the deadlock within 25 schedules and PCT under TSO on the first
+  // (the mutant idle-batch-not-announced). Exhaustive search at a small preemption bound does
+  // not reach it here: the executor's spin and search loops make the tree too wide.
   explore_all("T1 waits for T2 moved in one batch", 111, 500, first_waits_for_second);
 }
 
