@@ -147,6 +147,47 @@ TEST(Parallel, GrainLargerThanTheRangeRunsOneSerialLoop) {
   }
 }
 
+// Without a grain, the grain is about n / (32 * workers), at least 1 and at most SIZE_MAX, so a
+// loop makes at most about 64 leaves a worker (a leaf: one serial stretch of consecutive
+// indices on one thread) however hungry the workers are; an explicit grain 1 may go finer.
+TEST(Parallel, WithoutAGrainTheGrainIsAboutNOver32Workers) {
+  spindle::executor ex{4};
+  using spindle::detail::automatic_grain;
+  EXPECT_EQ(automatic_grain(ex, 0, 100), 1U) << "short ranges keep grain 1";
+  EXPECT_EQ(automatic_grain(ex, std::size_t{0}, std::size_t{1} << 20),
+            (std::size_t{1} << 20) / 128);
+  EXPECT_EQ(automatic_grain(ex, 10, 0), 1U) << "a reversed range";
+  EXPECT_EQ(automatic_grain(ex, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()),
+            std::numeric_limits<std::uint64_t>::max() / 128);
+  EXPECT_EQ(automatic_grain(ex, std::numeric_limits<std::int64_t>::min(),
+                            std::numeric_limits<std::int64_t>::max()),
+            std::numeric_limits<std::uint64_t>::max() / 128);
+
+  constexpr std::size_t n = std::size_t{1} << 18;
+  std::size_t const grain = automatic_grain(ex, std::size_t{0}, n);
+  std::atomic<std::size_t> leaves{0};
+  std::vector<std::atomic<int>> hits(n);
+  auto const count_leaves = [&](std::size_t i) {
+    thread_local std::size_t next = SIZE_MAX;  // the index after this thread's last one
+    if (i != next) {
+      leaves.fetch_add(1, std::memory_order_relaxed);
+    }
+    next = i + 1;
+    hits[i].fetch_add(1, std::memory_order_relaxed);
+  };
+  spindle::parallel_for(ex, std::size_t{0}, n, count_leaves);
+  // A range is split only while longer than the grain, so every leaf is longer than half of it.
+  EXPECT_LE(leaves.load(), 2 * n / grain + 1);
+  EXPECT_GE(leaves.load(), 1U);
+  for (auto const& h : hits) {
+    ASSERT_EQ(h.load(), 1);
+  }
+  auto const sum = spindle::parallel_reduce(
+      ex, std::size_t{0}, n, std::uint64_t{0}, [](std::size_t i) { return std::uint64_t{i}; },
+      std::plus<>{});
+  EXPECT_EQ(sum, std::uint64_t{n} * (n - 1) / 2);
+}
+
 TEST(Parallel, ForOverIterators) {
   spindle::executor ex{2};
   std::vector<int> v(5000, 1);

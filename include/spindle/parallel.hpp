@@ -9,6 +9,16 @@
 // finding big halves to steal while a busy machine runs long serial stretches. A range is
 // never split below `grain` elements.
 //
+// The grain of the overloads that take none: about n / (32 * workers), at least 1, so that
+// the splitter stops at about 32 to 64 leaves a worker. oneTBB's auto_partitioner has the
+// same bound (oneTBB include/oneapi/tbb/partitioner.h: one range per thread, each then split
+// into at most 2^5 by its range pool, one level more for each steal). Without it, every
+// steal restarts the splitter's budget, and with many workers hungry at once a range is cut
+// down to single indices at its end: on a 16-core machine the grain-1 loop over 10M elements
+// took 1.9x the time of grain 4096 at 16 workers, and slower at 16 than at 8 workers
+// (docs/performance.md, "Channel variants on 16 cores" and "The automatic grain"). A body
+// whose cost varies a lot from index to index can still ask for grain 1.
+//
 // Indices: an integer type (every range of it, counted in its unsigned type) or a random-access
 // iterator. `f(i)` is called once for every i in [first, last), in no particular order and
 // possibly concurrently.
@@ -539,6 +549,25 @@ auto saturating_product(Count a, Count b) noexcept -> Count {
   return a != 0 && b > most / a ? most : a * b;
 }
 
+/// How many leaves a worker the automatic grain aims at (see the top of this file).
+inline constexpr std::size_t automatic_leaves_per_worker = 32;
+
+/// The grain of the overloads that take none: n / (32 * workers), at least 1 and at most
+/// SIZE_MAX.
+template <parallel_index I>
+auto automatic_grain(executor& ex, I first, I last) -> std::size_t {
+  using count = loop_count_t<I>;
+  count const n = index_count(first, last);
+  count const leaves = saturating_product<count>(ex.size(), count{automatic_leaves_per_worker});
+  count const g = n / leaves;
+  if (g == 0) {
+    return 1;
+  }
+  return g > count{std::numeric_limits<std::size_t>::max()}
+             ? std::numeric_limits<std::size_t>::max()
+             : static_cast<std::size_t>(g);
+}
+
 /// Cuts [first, last) as partitioner P says, and calls leaf(lo, k) for each serial stretch
 /// [lo, lo + k) of the cut, in parallel (from a worker in place, from another thread as a
 /// guest or injected: run_in_workers); no leaf starts once `failed` is raised. parallel_for's
@@ -625,7 +654,8 @@ auto parallel_reduce_1d(executor& ex, I first, I last, std::size_t grain, T& ini
 /// than `grain` (grain 0 counts as 1; a grain at least the length of the range, up to
 /// SIZE_MAX, runs one serial loop on the calling thread). An empty or reversed range
 /// (first >= last) calls nothing. `part` picks how the range is cut (see the top of this
-/// file); the overloads without it use adaptive_partitioner.
+/// file); the overloads without it use adaptive_partitioner, those without a grain the
+/// automatic grain.
 ///
 /// Thread safety: any thread. Throws: whatever f throws; std::invalid_argument if f is a null
 /// pointer to function or member; std::logic_error after shutdown (called from outside the
@@ -645,18 +675,20 @@ void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f) {
   parallel_for(ex, first, last, grain, std::forward<F>(f), adaptive_partitioner{});
 }
 
-/// parallel_for with grain 1 and partitioner `part`.
+/// parallel_for with the automatic grain (about n / (32 * workers), see the top of this
+/// file) and partitioner `part`.
 template <parallel_index I, class F, partitioner P>
 requires std::invocable<F&, I>
 void parallel_for(executor& ex, I first, I last, F&& f, P part) {
-  parallel_for(ex, first, last, std::size_t{1}, std::forward<F>(f), part);
+  parallel_for(ex, first, last, detail::automatic_grain(ex, first, last), std::forward<F>(f), part);
 }
 
-/// parallel_for with grain 1: the adaptive splitter alone decides how far to split.
+/// parallel_for with the automatic grain and the adaptive partitioner.
 template <parallel_index I, class F>
 requires std::invocable<F&, I>
 void parallel_for(executor& ex, I first, I last, F&& f) {
-  parallel_for(ex, first, last, std::size_t{1}, std::forward<F>(f), adaptive_partitioner{});
+  parallel_for(ex, first, last, detail::automatic_grain(ex, first, last), std::forward<F>(f),
+               adaptive_partitioner{});
 }
 
 /// The 2-D loop: calls `f(block)` for sub-blocks (blocked_range2d<I> values, with the grains of
@@ -707,11 +739,12 @@ void parallel_for(executor& ex, blocked_range2d<I> const& range, F&& f) {
   parallel_for(ex, range, std::forward<F>(f), adaptive_partitioner{});
 }
 
-/// Returns reduce(init, reduce(map(first), ..., map(last - 1))), grouping the reduce calls
-/// in an unspecified way: `reduce` must be associative (not necessarily commutative: the
-/// order of the elements is kept). `init` is used once; an empty range returns `init`.
-/// T need only be move-constructible: partial results are never assigned, only constructed
-/// and destroyed, each exactly once, also when map or reduce throws.
+/// Returns reduce(init, reduce(map(first), ..., map(last - 1))), with the automatic grain and
+/// the adaptive partitioner, grouping the reduce calls in an unspecified way: `reduce` must be
+/// associative (not necessarily commutative: the order of the elements is kept). `init` is used
+/// once; an empty range returns `init`. T need only be move-constructible: partial results are
+/// never assigned, only constructed and destroyed, each exactly once, also when map or reduce
+/// throws.
 ///
 /// Thread safety: any thread. Throws: whatever map or reduce throws; std::invalid_argument if
 /// map or reduce is a null pointer to function or member; std::logic_error after shutdown
@@ -721,8 +754,8 @@ requires std::invocable<Map&, I> && std::move_constructible<T> &&
          std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
          std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& reduce) -> T {
-  return detail::parallel_reduce_1d<T>(ex, first, last, 1, init, map, reduce,
-                                       adaptive_partitioner{});
+  return detail::parallel_reduce_1d<T>(ex, first, last, detail::automatic_grain(ex, first, last),
+                                       init, map, reduce, adaptive_partitioner{});
 }
 
 /// parallel_reduce that never splits a range of `grain` indices or fewer (grain 0 counts as 1;
@@ -749,14 +782,16 @@ auto parallel_reduce(executor& ex, I first, I last, std::size_t grain, T init, M
                                        adaptive_partitioner{});
 }
 
-/// parallel_reduce with grain 1 and partitioner `part`.
+/// parallel_reduce with the automatic grain (see the top of this file) and partitioner
+/// `part`.
 template <parallel_index I, class T, class Map, class Reduce, partitioner P>
 requires std::invocable<Map&, I> && std::move_constructible<T> &&
          std::convertible_to<std::invoke_result_t<Map&, I>, T> &&
          std::convertible_to<std::invoke_result_t<Reduce&, T, T>, T>
 auto parallel_reduce(executor& ex, I first, I last, T init, Map&& map, Reduce&& reduce, P part)
     -> T {
-  return detail::parallel_reduce_1d<T>(ex, first, last, 1, init, map, reduce, part);
+  return detail::parallel_reduce_1d<T>(ex, first, last, detail::automatic_grain(ex, first, last),
+                                       init, map, reduce, part);
 }
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -9,13 +9,14 @@
 //           (blocked_range, auto_partitioner) vs std::inclusive_scan.
 //   sort    N random uint64 and N random doubles: spindle::parallel_sort vs tbb::parallel_sort
 //           vs std::sort (each run sorts a fresh copy of the same input; the copy is not timed).
-//   for     a trivial body over N uint32: spindle::parallel_for with the adaptive and the static
-//           partitioner vs tbb::parallel_for with auto_partitioner and static_partitioner.
+//   for     a trivial body over N uint32: spindle::parallel_for with the adaptive partitioner
+//           (automatic grain and grain 1) and the static partitioner vs tbb::parallel_for with
+//           auto_partitioner and static_partitioner.
 //   2d      out(r, c) = 0.5 * in(r, c) + r - c over an R x C matrix of doubles: the 2-D
 //           spindle::parallel_for (adaptive, static) vs tbb::parallel_for on a blocked_range2d
 //           vs two serial loops.
-//   reduce  sum of N int64: spindle::parallel_reduce with grain 1, grain 4096 and the static
-//           partitioner vs tbb::parallel_reduce vs std::accumulate.
+//   reduce  sum of N int64: spindle::parallel_reduce with the automatic grain, grain 1, grain
+//           4096 and the static partitioner vs tbb::parallel_reduce vs std::accumulate.
 // Every run checks its result (the whole scan output, sortedness and equality with std::sort's
 // output, checksums, exact sums) and fails loudly when it is wrong.
 
@@ -197,7 +198,8 @@ void bench_for(spindle::executor& ex, settings const& s) {
     check(sum == expected, std::string(who) + ": parallel_for checksum");
   };
   auto body = [&data](std::size_t i) { data[i] = data[i] * 3 + 1; };
-  row r_adaptive{"spindle parallel_for adaptive", "grain 1, adaptive splitter", {}};
+  row r_adaptive{"spindle parallel_for adaptive", "automatic grain, adaptive splitter", {}};
+  row r_adaptive_1{"spindle parallel_for adaptive grain 1", "the adaptive splitter alone", {}};
   row r_static{"spindle parallel_for static", "one block per worker", {}};
   row r_tbb_auto{"oneTBB parallel_for auto", "blocked_range, auto_partitioner", {}};
   row r_tbb_static{"oneTBB parallel_for static", "blocked_range, static_partitioner", {}};
@@ -207,6 +209,10 @@ void bench_for(spindle::executor& ex, settings const& s) {
     r_adaptive.sample.push_back(
         time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, n, body); }));
     verify("spindle adaptive");
+    reset();
+    r_adaptive_1.sample.push_back(
+        time_ms([&] { spindle::parallel_for(ex, std::size_t{0}, n, 1, body); }));
+    verify("spindle adaptive grain 1");
     reset();
     r_static.sample.push_back(time_ms([&] {
       spindle::parallel_for(ex, std::size_t{0}, n, body, spindle::static_partitioner{});
@@ -242,7 +248,7 @@ void bench_for(spindle::executor& ex, settings const& s) {
     }));
     verify("serial");
   }
-  std::vector<row> rows{r_static, r_adaptive};
+  std::vector<row> rows{r_static, r_adaptive, r_adaptive_1};
   add_tbb(rows, r_tbb_static);
   add_tbb(rows, r_tbb_auto);
   rows.push_back(r_serial);
@@ -336,9 +342,10 @@ void bench_reduce(spindle::executor& ex, settings const& s) {
   }
   std::int64_t const expected = std::accumulate(v.begin(), v.end(), std::int64_t{0});
   auto map = [&v](std::size_t i) { return v[i]; };
+  row r_auto{"spindle parallel_reduce", "automatic grain, adaptive splitter", {}};
   row r_g1{"spindle parallel_reduce grain 1", "adaptive splitter alone", {}};
   row r_g4k{"spindle parallel_reduce grain 4096", "", {}};
-  row r_static{"spindle parallel_reduce static", "grain 1, one block per worker", {}};
+  row r_static{"spindle parallel_reduce static", "one block per worker", {}};
   row r_tbb{"oneTBB parallel_reduce", "blocked_range, auto_partitioner", {}};
   row r_serial{"std::accumulate", "serial", {}};
   auto run_one = [&](row& into, char const* who, auto&& fn) {
@@ -347,8 +354,12 @@ void bench_reduce(spindle::executor& ex, settings const& s) {
     check(got == expected, std::string(who) + ": reduce sum");
   };
   for (int r = 0; r < s.runs; ++r) {
-    run_one(r_g1, "spindle grain 1", [&] {
+    run_one(r_auto, "spindle", [&] {
       return spindle::parallel_reduce(ex, std::size_t{0}, n, std::int64_t{0}, map, std::plus<>{});
+    });
+    run_one(r_g1, "spindle grain 1", [&] {
+      return spindle::parallel_reduce(ex, std::size_t{0}, n, 1, std::int64_t{0}, map,
+                                      std::plus<>{});
     });
     run_one(r_g4k, "spindle grain 4096", [&] {
       return spindle::parallel_reduce(ex, std::size_t{0}, n, 4096, std::int64_t{0}, map,
@@ -376,11 +387,11 @@ void bench_reduce(spindle::executor& ex, settings const& s) {
     run_one(r_serial, "std::accumulate",
             [&] { return std::accumulate(v.begin(), v.end(), std::int64_t{0}); });
   }
-  std::vector<row> rows{r_g1, r_g4k, r_static};
+  std::vector<row> rows{r_auto, r_g1, r_g4k, r_static};
   add_tbb(rows, r_tbb);
   rows.push_back(r_serial);
   spindle_bench::print_table("algorithms: sum of " + std::to_string(n) + " int64 with a grain",
-                             "ms", false, rows, "spindle parallel_reduce grain 1", s.json);
+                             "ms", false, rows, "spindle parallel_reduce", s.json);
 }
 
 auto run_algorithms(std::span<char const* const> args) -> int {

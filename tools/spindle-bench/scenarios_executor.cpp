@@ -11,8 +11,8 @@
 //   spawn     one outside thread submits 1,000,000 empty tasks and waits for all of them:
 //             spindle post / task_group / spawn+join vs tbb::task_group::run and
 //             tbb::task_arena::enqueue.
-//   for       a trivial loop body over 10,000,000 elements: spindle::parallel_for (also with
-//             private joins) vs
+//   for       a trivial loop body over 10,000,000 elements: spindle::parallel_for (its
+//             automatic grain, grain 1, grain 4096, also with private joins) vs
 //             tbb::parallel_for and `omp parallel for`; serial in the same run.
 //   idle      CPU time burned by an idle executor of 2 workers over 2 s (getrusage).
 // Every scenario checks its result (fib value, task count, element checksum) and fails loudly
@@ -242,9 +242,9 @@ auto for_spindle(spindle::executor& ex, loop_data& d) -> double {
   });
 }
 
-auto for_spindle_grain(spindle::executor& ex, loop_data& d) -> double {
-  return d.timed("spindle grain", [&ex](std::size_t n, auto const& body) {
-    spindle::parallel_for(ex, std::size_t{0}, n, 4096, body);
+auto for_spindle_grain(spindle::executor& ex, loop_data& d, std::size_t grain) -> double {
+  return d.timed("spindle grain", [&ex, grain](std::size_t n, auto const& body) {
+    spindle::parallel_for(ex, std::size_t{0}, n, grain, body);
   });
 }
 
@@ -464,10 +464,11 @@ auto run_executor(std::span<char const* const> args) -> int {
 
   // ---- parallel_for ----
   loop_data data(for_runs > 0 ? elems : 0);
-  row p_spindle{"spindle parallel_for", "grain 1, adaptive splitting", {}};
+  row p_spindle{"spindle parallel_for", "automatic grain, adaptive splitting", {}};
   row p_private{"spindle parallel_for, private joins",
-                "grain 1, on an executor with executor_options::private_joins",
+                "automatic grain, on an executor with executor_options::private_joins",
                 {}};
+  row p_spindle_1{"spindle parallel_for grain 1", "the adaptive splitter alone", {}};
   row p_spindle_g{"spindle parallel_for grain 4096", "", {}};
   row p_serial{"serial", "the same loop", {}};
   row p_tbb{"oneTBB parallel_for", "blocked_range, auto_partitioner", {}};
@@ -477,7 +478,8 @@ auto run_executor(std::span<char const* const> args) -> int {
     p_serial.sample.push_back(for_serial(data));
     p_spindle.sample.push_back(for_spindle(ex, data));
     p_private.sample.push_back(for_spindle(*ex_private, data));
-    p_spindle_g.sample.push_back(for_spindle_grain(ex, data));
+    p_spindle_1.sample.push_back(for_spindle_grain(ex, data, 1));
+    p_spindle_g.sample.push_back(for_spindle_grain(ex, data, 4096));
 #if defined(SPINDLE_HAVE_TBB)
     p_tbb.sample.push_back(for_tbb(arena, data));
 #endif
@@ -489,7 +491,7 @@ auto run_executor(std::span<char const* const> args) -> int {
     }
   }
   ex_private.reset();
-  std::vector<row> for_rows{p_spindle, p_private, p_spindle_g, p_serial};
+  std::vector<row> for_rows{p_spindle, p_private, p_spindle_1, p_spindle_g, p_serial};
 #if defined(SPINDLE_HAVE_TBB)
   for_rows.push_back(p_tbb);
 #endif
@@ -636,7 +638,7 @@ auto executor_sweep_impls(std::string_view scenario, std::size_t workers,
            false});
     }
   } else if (scenario == "for") {
-    add("spindle parallel_for", "grain 1, adaptive splitting", sweep_family::spindle,
+    add("spindle parallel_for", "automatic grain, adaptive splitting", sweep_family::spindle,
         [ctx] { return for_spindle(ctx->ex, ctx->data); });
 #if defined(SPINDLE_HAVE_TBB)
     add("oneTBB parallel_for", "blocked_range, auto_partitioner", sweep_family::peer,
