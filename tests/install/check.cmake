@@ -2,7 +2,10 @@
 # and runs tests/install/consumer once per way a project gets spindle:
 #   find_package      find_package(spindle CONFIG REQUIRED) against the prefix;
 #   add_subdirectory  add_subdirectory on the source tree;
-#   FetchContent      FetchContent_Declare(spindle SOURCE_DIR <source tree>), no network.
+#   FetchContent      FetchContent_Declare(spindle SOURCE_DIR <source tree>), no network;
+#   pkg-config        the compiler alone on consumer/pkgconfig_main.cpp, with the flags of
+#                     `pkg-config --cflags --libs spindle` from the prefix's share/pkgconfig
+#                     (skipped, with a message, where pkg-config is not installed).
 # The model checker is an install component of its own: the default install must leave out
 # spindle/model/ and spindle::model (find_package(spindle) works without them, and
 # find_package(spindle COMPONENTS model) fails, saying how to install them); after
@@ -41,6 +44,41 @@ if(EXISTS ${prefix}/include/spindle/model OR leaked)
   message(FATAL_ERROR "the default install has the model checker: include/spindle/model ${leaked}")
 endif()
 consume(find_package OFF)
+
+# pkg-config: spindle.pc of the default install, with its version, builds a consumer.
+find_program(pkg_config NAMES pkg-config pkgconf)
+if(pkg_config)
+  set(ENV{PKG_CONFIG_PATH} ${prefix}/share/pkgconfig)
+  unset(ENV{PKG_CONFIG_SYSROOT_DIR})
+  execute_process(COMMAND ${pkg_config} --modversion spindle RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE pc_version ERROR_VARIABLE pc_version
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  file(GLOB_RECURSE config_version ${prefix}/spindleConfigVersion.cmake)
+  file(STRINGS "${config_version}" package_version REGEX "^set\\(PACKAGE_VERSION ")
+  if(NOT rc EQUAL 0 OR NOT package_version MATCHES "\"${pc_version}\"")
+    message(FATAL_ERROR "pkg-config --modversion spindle: '${pc_version}' (${rc}), "
+                        "the CMake package says ${package_version}")
+  endif()
+  execute_process(COMMAND ${pkg_config} --cflags --libs spindle RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE pc_flags ERROR_VARIABLE pc_flags
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config --cflags --libs spindle failed (${rc}): ${pc_flags}")
+  endif()
+  string(FIND "${pc_flags}" "-I${prefix}/include" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "pkg-config --cflags spindle does not name ${prefix}/include: ${pc_flags}")
+  endif()
+  set(pc_flags_text "${pc_flags}")
+  separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+  file(MAKE_DIRECTORY ${WORK_DIR}/pkg-config)
+  run(${CXX} -std=c++20 ${SOURCE_DIR}/tests/install/consumer/pkgconfig_main.cpp ${pc_flags}
+      -o ${WORK_DIR}/pkg-config/consumer)
+  run(${WORK_DIR}/pkg-config/consumer)
+  message(STATUS "consumer via pkg-config (${pc_flags_text}): built and ran")
+else()
+  message(STATUS "consumer via pkg-config: skipped, pkg-config is not installed")
+endif()
 
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer
