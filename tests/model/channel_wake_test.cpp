@@ -172,6 +172,9 @@ TEST(ModelChannelWake, SendersBlockedOnFullTwoReceivers) {
     explore_and_report(cap == 1 ? "bounded(1) 3 senders, 2 receivers, random + buffers"
                                 : "bounded(2) 3 senders, 2 receivers, random + buffers",
                        spindle_test::tso(model::random_schedules(122, budget(300))), body);
+    explore_and_report(cap == 1 ? "bounded(1) 3 senders, 2 receivers, weak memory"
+                                : "bounded(2) 3 senders, 2 receivers, weak memory",
+                       spindle_test::weak(model::random_schedules(123, budget(300))), body);
   }
 }
 

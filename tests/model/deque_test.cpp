@@ -205,6 +205,9 @@ TEST(ModelDeque, StealBatchIntoASpanWhileTheOwnerPops) {
     explore_and_report(lifo ? "deque steal_batch lifo, x86-TSO pct d=3"
                             : "deque steal_batch fifo, x86-TSO pct d=3",
                        spindle_test::tso(model::pct_schedules(13, budget(2000), 3)), body);
+    explore_and_report(lifo ? "deque steal_batch lifo, weak memory pct d=3"
+                            : "deque steal_batch fifo, weak memory pct d=3",
+                       spindle_test::weak(model::pct_schedules(14, budget(2000), 3)), body);
   }
 }
 
@@ -217,4 +220,16 @@ TEST(ModelDeque, PopWithoutCasAgainstStealUnderTso) {
                      spindle_test::tso(model::exhaustive(2, budget(40000))), body);
   explore_and_report("deque pop vs steal, x86-TSO, pct d=3",
                      spindle_test::tso(model::pct_schedules(11, budget(3000), 3)), body);
+}
+
+// The same scenario in the C++ memory model's weak mode, where a thief's load of bottom may
+// read an older store: only the seq_cst order of its two loads against the owner's exchange
+// and load of top (load_top_then_bottom in deque_state.hpp) keeps the two from taking the
+// same item. Acquire loads would pass on x86-TSO and fail here.
+TEST(ModelDeque, PopAgainstStealInTheWeakMemoryMode) {
+  auto const body = [] { owner_pops_while_thief_steals(spindle::deque_order::lifo, 3); };
+  explore_and_report("deque pop vs steal, weak memory, dfs bound 2",
+                     spindle_test::weak(model::exhaustive(2, budget(40000))), body);
+  explore_and_report("deque pop vs steal, weak memory, pct d=3",
+                     spindle_test::weak(model::pct_schedules(12, budget(3000), 3)), body);
 }

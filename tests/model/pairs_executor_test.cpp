@@ -59,25 +59,31 @@ void bump(model::plain<int>& counter) {
 }
 
 /// Schedules for the pairs of the deque and the injector: a few dozen scheduling points per
-/// execution, so a bounded exhaustive search completes; PCT and TSO as in pair_schedules().
+/// execution, so a bounded exhaustive search completes; PCT, TSO and the weak memory mode as
+/// in pair_schedules().
 auto queue_schedules() -> std::vector<model::options> {
   auto dfs = model::exhaustive(2, budget(20000));
   auto pct = model::pct_schedules(1, budget(500), 3);
   auto tso = model::random_schedules(2, budget(500));
   tso.store_buffering = true;
-  return {dfs, pct, tso};
+  auto weak = model::random_schedules(4, budget(500));
+  weak.weak_memory = true;
+  return {dfs, pct, tso, weak};
 }
 
 /// Schedules for the pairs that run an executor: its workers spin and search, which makes the
 /// schedule tree far too wide for a bounded exhaustive search to reach past the first steps
 /// (tests/model/executor_test.cpp, BatchInTransitIsAnnounced), so PCT of depth 3, uniform
-/// random, and PCT on x86-TSO store buffers. Fewer under sanitizers (budget()).
+/// random, PCT on x86-TSO store buffers and PCT in the weak memory mode. Fewer under
+/// sanitizers (budget()).
 auto executor_schedules(std::uint64_t executions) -> std::vector<model::options> {
   auto pct = model::pct_schedules(1, budget(executions), 3);
   auto rnd = model::random_schedules(2, budget(executions / 2));
   auto tso = model::pct_schedules(3, budget(executions / 2), 3);
   tso.store_buffering = true;
-  return {pct, rnd, tso};
+  auto weak = model::pct_schedules(5, budget(executions / 2), 3);
+  weak.weak_memory = true;
+  return {pct, rnd, tso, weak};
 }
 
 // ---- the work-stealing deque -----------------------------------------------------------------

@@ -36,14 +36,23 @@ inline auto tso(spindle::model::options o) -> spindle::model::options {
   return o;
 }
 
-/// The three explorations most hand-written model tests run: `executions` random schedules,
-/// as many PCT schedules of depth 3, and as many again with x86-TSO store buffers, seeded from
-/// `seed` (fewer under sanitizers, see budget()).
+/// The options `o` in the C++ memory model's weak mode (options::weak_memory).
+inline auto weak(spindle::model::options o) -> spindle::model::options {
+  o.weak_memory = true;
+  return o;
+}
+
+/// The explorations most hand-written model tests run, one per memory model: `executions`
+/// random schedules and as many PCT schedules of depth 3 under sequential consistency, as many
+/// PCT schedules with x86-TSO store buffers, and as many in the C++ memory model's weak mode,
+/// seeded from `seed` (fewer under sanitizers, see budget()).
 inline void explore_three(char const* name, std::uint64_t seed, std::uint64_t executions,
                           std::function<void()> const& body) {
   explore_and_report(name, spindle::model::random_schedules(seed, budget(executions)), body);
   explore_and_report(name, spindle::model::pct_schedules(seed + 1, budget(executions), 3), body);
   explore_and_report(name, tso(spindle::model::pct_schedules(seed + 2, budget(executions), 3)),
+                     body);
+  explore_and_report(name, weak(spindle::model::pct_schedules(seed + 3, budget(executions), 3)),
                      body);
 }
 

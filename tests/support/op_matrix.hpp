@@ -75,14 +75,17 @@ inline auto all_pairs(std::size_t n) -> std::vector<op_pair> {
 }
 
 /// The schedules each pair runs by default: every schedule within one preemption (up to a
-/// budget), then PCT of depth 3, then random schedules on x86-TSO store buffers. Fewer under
+/// budget), then PCT of depth 3, then random schedules on x86-TSO store buffers, then random
+/// schedules in the C++ memory model's weak mode (options::weak_memory). Fewer under
 /// sanitizers (budget()). Seeds are offset per pair by explore_pair().
 inline auto pair_schedules(std::uint64_t executions = 300) -> std::vector<spindle::model::options> {
   auto dfs = spindle::model::exhaustive(1, budget(executions * 4));
   auto pct = spindle::model::pct_schedules(1, budget(executions), 3);
   auto tso = spindle::model::random_schedules(2, budget(executions));
   tso.store_buffering = true;
-  return {dfs, pct, tso};
+  auto weak = spindle::model::random_schedules(3, budget(executions));
+  weak.weak_memory = true;
+  return {dfs, pct, tso, weak};
 }
 
 /// Runs the pair under every option set of `schedules` and fails the running test with the
@@ -110,7 +113,8 @@ void explore_pair(char const* suite, std::vector<operation<Fixture>> const& ops,
     o.seed = o.seed * 1000003 + p.a * 101 + p.b;
     auto const r = spindle::model::explore(o, body);
     EXPECT_TRUE(r) << label << " (" << spindle::model::impl::strategy_name(o.kind)
-                   << (o.store_buffering ? ", store buffers" : "") << "): " << r.message;
+                   << (o.store_buffering ? ", store buffers" : "")
+                   << (o.weak_memory ? ", weak memory" : "") << "): " << r.message;
     print_stats(label.c_str(), r);
     if (!r) {
       return;

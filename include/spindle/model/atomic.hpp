@@ -110,7 +110,10 @@ class atomic {
         return v;
       }
       ex->metered(impl::current_thread, coherence_op::load, this, sizeof(T));
-      ex->after_load(impl::current_thread, order, this, impl::bits_of(v), "load");
+      // In weak_memory mode the value read may be an older store's (execution::read_weak).
+      std::uint64_t const read =
+          ex->after_load(impl::current_thread, order, this, impl::bits_of(v), "load");
+      std::memcpy(&v, &read, sizeof(T));
     }
     return v;
   }
@@ -131,9 +134,11 @@ class atomic {
       }
       ex->drain(impl::current_thread);
     }
+    T const previous = value_;
     value_ = desired;
     if (ex != nullptr) {
-      ex->after_store(impl::current_thread, order, this, impl::bits_of(desired));
+      ex->after_store(impl::current_thread, order, this, impl::bits_of(desired),
+                      impl::bits_of(previous));
     }
   }
 
@@ -145,7 +150,8 @@ class atomic {
     value_ = desired;
     if (ex != nullptr) {
       ex->metered(impl::current_thread, coherence_op::rmw, this, sizeof(T));
-      ex->after_rmw(impl::current_thread, order, this, impl::bits_of(desired), "exchange");
+      ex->after_rmw(impl::current_thread, order, this, impl::bits_of(desired), "exchange",
+                    impl::bits_of(old));
     }
     return old;
   }
@@ -156,11 +162,12 @@ class atomic {
                                std::memory_order failure) noexcept -> bool {
     auto* ex = impl::enter_serialising("compare_exchange", this);
     if (std::memcmp(&value_, &expected, sizeof(T)) == 0) {
+      T const previous = value_;
       value_ = desired;
       if (ex != nullptr) {
         ex->metered(impl::current_thread, coherence_op::rmw, this, sizeof(T));
-        ex->after_rmw(impl::current_thread, success, this, impl::bits_of(desired),
-                      "cas (succeeds)");
+        ex->after_rmw(impl::current_thread, success, this, impl::bits_of(desired), "cas (succeeds)",
+                      impl::bits_of(previous));
       }
       return true;
     }
@@ -168,7 +175,8 @@ class atomic {
     if (ex != nullptr) {
       // A write intent on x86 (LOCK CMPXCHG takes the line exclusive whatever the outcome).
       ex->metered(impl::current_thread, coherence_op::cas_failure, this, sizeof(T));
-      ex->after_load(impl::current_thread, failure, this, impl::bits_of(value_), "cas (fails)");
+      static_cast<void>(ex->after_load(impl::current_thread, failure, this, impl::bits_of(value_),
+                                       "cas (fails)", /*latest=*/true));
     }
     return false;
   }
@@ -263,7 +271,8 @@ class atomic {
     value_ = fn(old);
     if (ex != nullptr) {
       ex->metered(impl::current_thread, coherence_op::rmw, this, sizeof(T));
-      ex->after_rmw(impl::current_thread, order, this, impl::bits_of(value_), what);
+      ex->after_rmw(impl::current_thread, order, this, impl::bits_of(value_), what,
+                    impl::bits_of(old));
     }
     return old;
   }

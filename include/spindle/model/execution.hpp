@@ -122,6 +122,10 @@ class execution {
 
   void spin(int me, char const* what) {
     note_event(me, what, nullptr, 0, "");
+    // weak_memory mode: a spinning thread sees every store made so far before its next step
+    // ("stores become visible in a finite time", [atomics.order]/11), so that a spin loop
+    // never waits for ever on a value that memory no longer holds.
+    threads_[idx(me)]->visible_seq = store_seq_;
     if (spinning_out(me)) {
       return;
     }
@@ -131,17 +135,26 @@ class execution {
 
   /// After a load (or a failed compare-exchange) with order `o`, as data: an acquire joins the
   /// clock that the release store or RMW it read from left on `loc`; a weaker load keeps that
-  /// clock for the thread's next acquire fence.
-  void after_load(int me, std::memory_order o, void const* addr, std::uint64_t value,
-                  char const* what) {
-    auto const& loc = location_of(addr);
+  /// clock for the thread's next acquire fence. `value` is what memory holds; the load returns
+  /// the value it reads: the same, or in weak_memory mode the value of the store it chose to
+  /// read (read_weak(); `latest`: a failed compare-exchange, which reads memory's value).
+  auto after_load(int me, std::memory_order o, void const* addr, std::uint64_t value,
+                  char const* what, bool latest = false) -> std::uint64_t {
+    auto& loc = location_of(addr);
     auto& t = *threads_[idx(me)];
+    vector_clock const* from = &loc.release;
+    if (opts_.weak_memory) {
+      store_record const& r = read_weak(me, o, loc, value, latest);
+      value = r.bits;
+      from = &r.release;
+    }
     if (is_acquire(o)) {
-      t.clock.join(loc.release);
+      t.clock.join(*from);
     } else {
-      t.acquire_pending.join(loc.release);
+      t.acquire_pending.join(*from);
     }
     note_event(me, what, addr, value, order_name(o));
+    return value;
   }
 
   /// After a load that read the thread's own buffered store (store forwarding): no
@@ -151,13 +164,18 @@ class execution {
   }
 
   /// After a store with order `o`, as data: a release leaves the thread's clock on `loc` for
-  /// the acquire loads that will read from it (pairs with after_load / after_rmw).
-  void after_store(int me, std::memory_order o, void const* addr, std::uint64_t value) {
+  /// the acquire loads that will read from it (pairs with after_load / after_rmw). `previous`:
+  /// the value it replaced.
+  void after_store(int me, std::memory_order o, void const* addr, std::uint64_t value,
+                   std::uint64_t previous) {
     auto& loc = location_of(addr);
     auto& t = *threads_[idx(me)];
     // A plain store starts a new release sequence (C++20 [intro.races]): only its own
     // release, or the thread's last release fence, is carried to an acquiring reader.
     loc.release = is_release(o) ? t.clock : t.release_fence;
+    if (opts_.weak_memory) {
+      record_store(me, o, loc, value, previous);
+    }
     ++t.clock[idx(me)];
     wrote();
     note_event(me, "store", addr, value, order_name(o));
@@ -233,8 +251,10 @@ class execution {
 
   /// After a read-modify-write with order `o`, as data: its load half acquires as in
   /// after_load(), its store half releases as in after_store(), continuing the release sequence.
+  /// It reads the newest value in every memory model ([atomics.order]/10). `previous`: the
+  /// value it read.
   void after_rmw(int me, std::memory_order o, void const* addr, std::uint64_t value,
-                 char const* what) {
+                 char const* what, std::uint64_t previous) {
     auto& loc = location_of(addr);
     auto& t = *threads_[idx(me)];
     if (is_acquire(o)) {
@@ -244,6 +264,9 @@ class execution {
     }
     // A read-modify-write continues the release sequence it reads from.
     loc.release.join(is_release(o) ? t.clock : t.release_fence);
+    if (opts_.weak_memory) {
+      record_store(me, o, loc, value, previous);
+    }
     ++t.clock[idx(me)];
     wrote();
     note_event(me, what, addr, value, order_name(o));
@@ -256,6 +279,9 @@ class execution {
     // order as data: a seq_cst fence is a full barrier (x86 mfence): the store buffer drains.
     if (o == std::memory_order_seq_cst) {
       drain(me);
+      if (opts_.weak_memory) {
+        seq_cst_fence_weak(me);
+      }
     }
     auto& t = *threads_[idx(me)];
     if (is_acquire(o)) {
@@ -275,6 +301,9 @@ class execution {
   void heavy_fence(int me) {
     for (std::size_t t = 0; t < threads_.size(); ++t) {
       drain(static_cast<int>(t));
+      if (opts_.weak_memory) {
+        seq_cst_fence_weak(static_cast<int>(t));
+      }
     }
     // seq_cst: the caller's own full barrier, which membarrier(2) also implies for the caller.
     fence(me, std::memory_order_seq_cst);
@@ -283,10 +312,14 @@ class execution {
   /// Returns false when the wait timed out (a scheduler choice for timed waits).
   auto futex_wait(int me, void const* word, std::uint32_t now, std::uint32_t expected, bool timed)
       -> bool {
+    auto& t = *threads_[idx(me)];
+    // A system call: the kernel compares the word under its own lock, and the thread comes back
+    // seeing every store made so far (weak_memory mode; the futex word is read as memory holds
+    // it in every mode).
     if (now != expected) {
+      t.visible_seq = store_seq_;
       return true;
     }
-    auto& t = *threads_[idx(me)];
     t.state = run_state::futex_wait;
     t.wait_word = word;
     t.wait_expected = expected;
@@ -295,6 +328,7 @@ class execution {
     metered(me, coherence_op::futex_wait, word, 0);
     note_event(me, timed ? "futex_wait_until (sleeps)" : "futex_wait (sleeps)", word, now, "");
     schedule_next(me);
+    t.visible_seq = store_seq_;
     return !t.timed_out;
   }
 
@@ -428,6 +462,110 @@ class execution {
 
  private:
   static auto idx(int t) noexcept -> std::size_t { return static_cast<std::size_t>(t); }
+
+  /// weak_memory mode: gives `loc` a history if it has none; `current`, the value memory held
+  /// when the execution first touched the object, is its first entry, which every thread may
+  /// read (it happens-before everything of the execution).
+  void ensure_history(location& loc, std::uint64_t current) {
+    if (loc.history.empty()) {
+      store_record r;
+      r.index = loc.next_index++;
+      r.bits = current;
+      r.release = loc.release;
+      loc.history.push_back(r);
+    }
+  }
+
+  /// weak_memory mode: records a store (or the store half of a read-modify-write) of thread
+  /// `me` with order `o` in `loc`'s modification order, after every store before it.
+  /// Called before the thread's clock ticks for it, with loc.release already the store's.
+  void record_store(int me, std::memory_order o, location& loc, std::uint64_t bits,
+                    std::uint64_t previous) {
+    ensure_history(loc, previous);
+    auto& t = *threads_[idx(me)];
+    store_record r;
+    r.index = loc.next_index++;
+    r.seq = ++store_seq_;
+    r.bits = bits;
+    r.release = loc.release;
+    r.thread = me;
+    r.epoch = t.clock[idx(me)];
+    loc.history.push_back(r);
+    std::size_t const keep = std::max<std::uint32_t>(opts_.weak_history, 1);
+    if (loc.history.size() > keep) {
+      loc.history.erase(loc.history.begin(), loc.history.begin() + static_cast<std::ptrdiff_t>(
+                                                                       loc.history.size() - keep));
+    }
+    loc.seen[idx(me)] = r.index;
+    loc.own_write[idx(me)] = r.index + 1;
+    // Order as data: a seq_cst store or read-modify-write is the newest seq_cst write of the
+    // object in S, the single total order of seq_cst operations (the schedule's order here).
+    if (o == std::memory_order_seq_cst) {
+      loc.sc_floor = r.index;
+    }
+  }
+
+  /// weak_memory mode: the store that a load of `loc` by thread `me` with order `o` reads,
+  /// chosen (a scheduling choice among read_base + k, k places older than the newest) among
+  /// the stores the C++ memory model lets it read and the history still holds. The oldest it
+  /// may read is the newest of:
+  ///   - the newest store the thread has read or written (read-read and write-read coherence);
+  ///   - the newest store that happens-before the load (write-read coherence), and the newest
+  ///     the thread has seen since its last spin step or futex call (see spin());
+  ///   - for a seq_cst load, the newest seq_cst store ([atomics.order]/3) and the newest store
+  ///     sequenced before a seq_cst fence ([atomics.order]/5, S being the schedule's order);
+  ///   - after a seq_cst fence of this thread, what seq_cst_fence_weak() raised `seen` to.
+  /// `latest`: read the newest (a failed compare-exchange, modelled as the locked instruction
+  /// it is on every target).
+  auto read_weak(int me, std::memory_order o, location& loc, std::uint64_t current, bool latest)
+      -> store_record const& {
+    ensure_history(loc, current);
+    auto const& t = *threads_[idx(me)];
+    auto const& h = loc.history;
+    std::uint64_t lo = loc.seen[idx(me)];
+    // Order as data: a seq_cst load's extra bounds ([atomics.order]/3 and /5).
+    if (o == std::memory_order_seq_cst) {
+      lo = std::max({lo, loc.sc_floor, loc.fence_floor});
+    }
+    for (auto it = h.rbegin(); it != h.rend(); ++it) {
+      bool const before = it->thread < 0 || t.clock[idx(it->thread)] >= it->epoch;
+      if (before || it->seq <= t.visible_seq) {
+        lo = std::max(lo, it->index);
+        break;
+      }
+    }
+    std::size_t first = h.size() - 1;
+    while (first > 0 && h[first - 1].index >= lo) {
+      --first;
+    }
+    std::size_t pick = h.size() - 1;
+    if (!latest && first + 1 < h.size()) {
+      candidates_.clear();
+      for (std::size_t k = 0; k < h.size() - first; ++k) {
+        candidates_.push_back(read_base + static_cast<int>(k));
+      }
+      int const c = chooser_.pick(candidates_, read_base);
+      choices_.push_back(c);
+      pick = h.size() - 1 - static_cast<std::size_t>(c - read_base);
+    }
+    auto const& r = h[pick];
+    loc.seen[idx(me)] = std::max(loc.seen[idx(me)], r.index);
+    return r;
+  }
+
+  /// weak_memory mode: a seq_cst fence of thread `me` ([atomics.order]/4-6, S being the
+  /// schedule's order): every store the thread made before it now bounds the seq_cst loads
+  /// of every thread and the loads after any later seq_cst fence (fence_floor), and the
+  /// thread's own later loads read at least every store made before an earlier seq_cst fence
+  /// and the newest seq_cst store of each object.
+  void seq_cst_fence_weak(int me) {
+    for (auto& [key, loc] : locations_) {
+      if (loc.own_write[idx(me)] > 0) {
+        loc.fence_floor = std::max(loc.fence_floor, loc.own_write[idx(me)] - 1);
+      }
+      loc.seen[idx(me)] = std::max({loc.seen[idx(me)], loc.fence_floor, loc.sc_floor});
+    }
+  }
 
   void flush_one(int t) {
     auto& buf = threads_[idx(t)]->buffer;
@@ -703,6 +841,7 @@ class execution {
   race_detector races_;
   std::map<std::uintptr_t, location> locations_;  // location_of()
   std::uint64_t epoch_ = 0;
+  std::uint64_t store_seq_ = 0;  // stores recorded so far (weak_memory mode)
   std::uint64_t steps_ = 0;
   std::uint64_t forced_spins_ = 0;
   std::array<event, 48> trace_{};

@@ -56,6 +56,13 @@ struct options {
   /// read-modify-write, seq_cst store, fence or futex call); the thread itself reads its own
   /// buffered stores. Catches a missing store->load fence (Dekker, Chase-Lev pop).
   bool store_buffering = false;
+  /// The C++ memory model's weak behaviours (C11 mode, scheduler.hpp "Memory models"): a
+  /// load may read any store to its object that coherence, happens-before and the seq_cst
+  /// rules allow, not only the latest, among the last `weak_history` stores to that object;
+  /// which one is a scheduling choice. Not together with store_buffering, which it subsumes.
+  bool weak_memory = false;
+  /// Stores kept per atomic object in weak_memory mode (the oldest are forgotten), at least 1.
+  std::uint32_t weak_history = 4;
   /// Timed waits each thread may see time out by the scheduler's choice while another thread
   /// can still run; beyond that a timed wait ends early only when nothing else can run (time
   /// passes for everyone: an unfair schedule would otherwise time a thread out forever while

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
 namespace spindle::model::impl {
 
@@ -46,10 +47,29 @@ class vector_clock {
   std::array<std::uint32_t, max_threads> c_{};
 };
 
+/// One store in an atomic object's modification order (options::weak_memory mode).
+struct store_record {
+  std::uint64_t index = 0;  // its position in the object's modification order
+  std::uint64_t seq = 0;    // its position among every store of the execution
+  std::uint64_t bits = 0;   // the value it wrote
+  vector_clock release;     // what an acquire load that reads it joins
+  int thread = -1;          // the storing thread; -1: the value before the execution touched it
+  std::uint32_t epoch = 0;  // the storer's own clock entry at the store (happens-before test)
+};
+
 /// Per-atomic-object state: the clock a later acquire of this object joins (the last release
-/// store, joined with every read-modify-write of its release sequence).
+/// store, joined with every read-modify-write of its release sequence). In weak_memory mode
+/// also the object's last stores and what bounds each thread's next read of it
+/// (execution.hpp, read_weak()).
 struct location {
   vector_clock release;
+  std::vector<store_record> history;              // the newest stores, oldest first
+  std::uint64_t next_index = 0;                   // the index of the next store
+  std::array<std::uint64_t, max_threads> seen{};  // per thread: the newest index it read or wrote
+  std::array<std::uint64_t, max_threads>
+      own_write{};                // per thread: 1 + the index of its last store, 0: none
+  std::uint64_t sc_floor = 0;     // the index of the last seq_cst store or read-modify-write
+  std::uint64_t fence_floor = 0;  // the newest index stored before its thread's seq_cst fence
 };
 
 /// Order as data: whether an access with order `o` acquires, i.e. joins the clock that the

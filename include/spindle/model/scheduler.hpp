@@ -54,16 +54,33 @@
 // reaches memory when the scheduler picks that buffer (a choice like picking a thread) or at
 // the thread's next read-modify-write, seq_cst store, fence, futex call, spawn, join or exit.
 // That exposes a missing store->load fence (Dekker handshakes, Chase-Lev pop, park/notify).
+// With `options::weak_memory` it models the C++ memory model's weak behaviours (the "C11
+// mode", after CDSChecker: Norris & Demsky, OOPSLA 2013, and loom's bounded store history):
+// every atomic object keeps its modification order (the last `weak_history` stores); a load
+// may read any of them that coherence ([intro.races]/14-17), happens-before and the seq_cst
+// rules allow, and which one is a scheduling choice (read_base candidates, counted as a
+// preemption by dfs, uniform under random and pct); read-modify-writes read the newest;
+// acquire and release build happens-before through the vector clocks as in the other modes,
+// release sequences included; seq_cst operations and fences follow [atomics.order]/3-6 with
+// S the order in which the schedule runs them. A spinning thread, and one back from a futex
+// call, sees every store made so far (stores become visible in finite time,
+// [atomics.order]/11), so that a spin loop cannot wait for ever on a value memory no longer
+// holds. This shows what x86 never does: a relaxed or acquire load reading an older value
+// (message passing without release/acquire, a steal reading a stale bottom without its
+// fence, a waker missing a relaxed registration), IRIW, and load->load reordering.
 //
-// Limitations. Weaker-than-TSO outcomes (load->load or store->store reordering, as on arm64,
-// or a relaxed load returning a value older than memory's) are never *executed*; the vector
-// clocks report the missing synchronisation only where a payload access is marked (note_read/
-// note_write), and two seq_cst fences are not taken to synchronise with each other.
-// compare_exchange_weak never fails spuriously. Timed waits use virtual time: a thread in
-// futex_wait_until may time out whenever the scheduler chooses it. Code under test must be
-// deterministic given the schedule (no real clocks or randomness) and must start threads only
-// through model::thread. Memory reuse: link <spindle/model/track_allocations.hpp> into the
-// program so freed blocks are forgotten by the race detector.
+// Limitations. In the SC and TSO modes, weaker outcomes (load->load or store->store
+// reordering, as on arm64, or a relaxed load returning a value older than memory's) are never
+// *executed*; the vector clocks report the missing synchronisation only where a payload access
+// is marked (note_read/note_write). In the weak_memory mode a load never reads a store that
+// the schedule has not run yet (no load->store reordering, no out-of-thin-air values), a
+// failed compare-exchange reads the newest value, two seq_cst fences order their threads'
+// accesses only through the rules above (not as a happens-before edge), and stores older than
+// the history are never read. compare_exchange_weak never fails spuriously. Timed waits use virtual
+// time: a thread in futex_wait_until may time out whenever the scheduler chooses it. Code under
+// test must be deterministic given the schedule (no real clocks or randomness) and must start
+// threads only through model::thread. Memory reuse: link <spindle/model/track_allocations.hpp> into
+// the program so freed blocks are forgotten by the race detector.
 //
 // Library state and time. A process-wide service of the library (the timer of
 // detail/coro/timer.hpp) cannot live across executions: each execution starts from scratch, and
@@ -120,6 +137,13 @@ namespace impl {
 /// them). It must build its own state on each call: every execution starts from scratch.
 inline auto explore(options opts, std::function<void()> const& body) -> report {
   report r;
+  if (opts.weak_memory && opts.store_buffering) {
+    r.failure = failure_kind::misuse;
+    r.message =
+        "options: weak_memory and store_buffering exclude each other (weak_memory "
+        "already allows every x86-TSO outcome the checker explores)\n";
+    return r;
+  }
   auto ch = impl::make_chooser(opts);
   for (std::uint64_t i = 0; i < opts.executions; ++i) {
     ch->begin(i);

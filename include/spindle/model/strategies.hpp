@@ -36,6 +36,11 @@
 
 namespace spindle::model::impl {
 
+/// Candidate ids at or above this, at a load's choice point (weak_memory mode), read the store
+/// (id - read_base) places older than the newest one the load may read; the thread ids, the
+/// flush and the spin-out candidates (threads.hpp) lie below it.
+inline constexpr int read_base = 3 * static_cast<int>(max_threads);
+
 inline auto mix(std::uint64_t x) noexcept -> std::uint64_t {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
@@ -106,6 +111,10 @@ class pct_chooser final : public chooser {
     step_ = 0;
   }
   auto pick(std::vector<int> const& candidates, int current) -> int override {
+    if (candidates.front() >= read_base) {
+      // Which store a load reads (weak_memory mode): no thread priority decides it.
+      return candidates[rng_.below(candidates.size())];
+    }
     ++step_;
     for (std::size_t i = 0; i < change_points_.size(); ++i) {
       if (change_points_[i] == step_ && current >= 0) {

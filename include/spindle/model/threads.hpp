@@ -68,6 +68,7 @@ struct thread_record {
   vector_clock release_fence;          // clock at this thread's last release (seq_cst) fence
   vector_clock acquire_pending;        // release clocks seen by relaxed loads, for a later fence
   std::vector<buffered_store> buffer;  // oldest first (store_buffering mode)
+  std::uint64_t visible_seq = 0;       // weak_memory mode: every store up to this one is visible
   std::condition_variable wake;        // signalled when the token is handed to this thread
 };
 
