@@ -136,9 +136,10 @@ void explore_all(char const* name, std::uint64_t seed, std::uint64_t executions,
   // Under sanitizers the budget is a quarter, and the widest scenario is cut short there.
   EXPECT_TRUE(d.exhausted || spindle_test::model_budget_divisor > 1)
       << name << ": one preemption not exhausted";
-  explore_and_report(name, tso(model::exhaustive(1, budget(executions * 40))), body);
+  spindle_test::explore_tso_then_weak(name, model::exhaustive(1, budget(executions * 40)), body);
   explore_and_report(name, model::pct_schedules(seed, budget(executions), 3), body);
-  explore_and_report(name, tso(model::pct_schedules(seed + 1, budget(executions), 3)), body);
+  spindle_test::explore_tso_then_weak(name, model::pct_schedules(seed + 1, budget(executions), 3),
+                                      body);
   explore_and_report(name, model::random_schedules(seed + 2, budget(executions)), body);
 }
 

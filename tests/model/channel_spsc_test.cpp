@@ -317,16 +317,17 @@ void explore_each_way(std::string const& name, std::uint64_t seed,
     explore_and_report((name + ", dfs bound 1").c_str(), model::exhaustive(1, budget(b.dfs)), body);
   }
   if (b.dfs_tso != 0) {
-    explore_and_report((name + ", dfs bound 1 + store buffers").c_str(),
-                       tso(model::exhaustive(1, budget(b.dfs_tso))), body);
+    spindle_test::explore_tso_then_weak((name + ", dfs bound 1 + store buffers").c_str(),
+                                        model::exhaustive(1, budget(b.dfs_tso)), body);
   }
   if (b.pct != 0) {
     explore_and_report((name + ", pct d=3").c_str(), model::pct_schedules(seed, budget(b.pct), 3),
                        body);
   }
   if (b.random_tso != 0) {
-    explore_and_report((name + ", random + store buffers").c_str(),
-                       tso(model::random_schedules(seed + 1, budget(b.random_tso))), body);
+    spindle_test::explore_tso_then_weak((name + ", random + store buffers").c_str(),
+                                        model::random_schedules(seed + 1, budget(b.random_tso)),
+                                        body);
   }
 }
 
@@ -500,9 +501,9 @@ TEST(ModelChannelSpsc, SwitchToSymmetricFencesFlushesAPublisherThatReadAsymmetri
   // second value within the first 320. With SPINDLE_ENABLE_ASSERTS the busy marks add stores
   // and choice points: the whole bound takes about 69,000 executions, the window comes after
   // about 3,300, and the budget stops at 10,000.
-  explore_and_report("bounded_spsc(2) send inside the fence switch, dfs bound 1 + store buffers",
-                     tso(model::exhaustive(1, budget(10000))),
-                     [] { publication_inside_the_switch(); });
+  spindle_test::explore_tso_then_weak(
+      "bounded_spsc(2) send inside the fence switch, dfs bound 1 + store buffers",
+      model::exhaustive(1, budget(10000)), [] { publication_inside_the_switch(); });
   explore_each_way("bounded_spsc(2) fence switch vs send", 280, [] { switch_racing_publication(); },
                    {.dfs = 0, .dfs_tso = 3000, .pct = 0, .random_tso = 1000});
 }

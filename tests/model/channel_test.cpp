@@ -68,9 +68,9 @@ TEST(ModelChannel, BoundedCapacityOneAndTwoRandomAndTso) {
                        model::random_schedules(21, budget(500)), body);
     explore_and_report(cap == 1 ? "bounded(1) x5, pct d=3" : "bounded(2) x5, pct d=3",
                        model::pct_schedules(22, budget(500), 3), body);
-    explore_and_report(cap == 1 ? "bounded(1) x5, random + store buffers"
-                                : "bounded(2) x5, random + store buffers",
-                       tso(model::random_schedules(23, budget(500))), body);
+    spindle_test::explore_tso_then_weak(cap == 1 ? "bounded(1) x5, random + store buffers"
+                                                 : "bounded(2) x5, random + store buffers",
+                                        model::random_schedules(23, budget(500)), body);
   }
 }
 
@@ -112,16 +112,16 @@ TEST(ModelChannel, TwoProducersTryOperations) {
   };
   explore_and_report("bounded(2) 2 producers try ops, random",
                      model::random_schedules(31, budget(1000)), body);
-  explore_and_report("bounded(2) 2 producers try ops, pct + store buffers",
-                     tso(model::pct_schedules(32, budget(1000), 3)), body);
+  spindle_test::explore_tso_then_weak("bounded(2) 2 producers try ops, pct + store buffers",
+                                      model::pct_schedules(32, budget(1000), 3), body);
 }
 
 TEST(ModelChannel, Rendezvous) {
   auto body = [] { blocking_pair_body(0, 2); };
   explore_and_report("bounded(0) rendezvous x2, dfs bound 2", model::exhaustive(2, budget(20000)),
                      body);
-  explore_and_report("bounded(0) rendezvous x2, random + store buffers",
-                     tso(model::random_schedules(41, budget(1000))), body);
+  spindle_test::explore_tso_then_weak("bounded(0) rendezvous x2, random + store buffers",
+                                      model::random_schedules(41, budget(1000)), body);
 }
 
 TEST(ModelChannel, UnboundedAcrossBlockBoundary) {
@@ -145,8 +145,8 @@ TEST(ModelChannel, UnboundedAcrossBlockBoundary) {
   };
   explore_and_report("unbounded x33 (block boundary), random",
                      model::random_schedules(51, budget(150)), body);
-  explore_and_report("unbounded x33 (block boundary), pct + buffers",
-                     tso(model::pct_schedules(52, budget(150), 3)), body);
+  spindle_test::explore_tso_then_weak("unbounded x33 (block boundary), pct + buffers",
+                                      model::pct_schedules(52, budget(150), 3), body);
 }
 
 TEST(ModelChannel, CloseRacingWithSendAndRecv) {
@@ -182,10 +182,11 @@ TEST(ModelChannel, CloseRacingWithSendAndRecv) {
                        : cap == 1 ? "close vs send/recv, bounded(1), pct d=3"
                                   : "close vs send/recv, bounded(2), pct d=3",
                        model::pct_schedules(60, budget(300), 3), body);
-    explore_and_report(cap == 0   ? "close vs send/recv, bounded(0), random + buffers"
-                       : cap == 1 ? "close vs send/recv, bounded(1), random + buffers"
-                                  : "close vs send/recv, bounded(2), random + buffers",
-                       tso(model::random_schedules(61, budget(300))), body);
+    spindle_test::explore_tso_then_weak(
+        cap == 0   ? "close vs send/recv, bounded(0), random + buffers"
+        : cap == 1 ? "close vs send/recv, bounded(1), random + buffers"
+                   : "close vs send/recv, bounded(2), random + buffers",
+        model::random_schedules(61, budget(300)), body);
   }
 }
 
@@ -257,9 +258,10 @@ TEST(ModelChannel, TimeoutsRacingWithSendAndRecv) {
     explore_and_report(cap == 0 ? "send_for/recv_for timeouts, bounded(0), random"
                                 : "send_for/recv_for timeouts, bounded(1), random",
                        model::random_schedules(81, budget(500)), body);
-    explore_and_report(cap == 0 ? "send_for/recv_for timeouts, bounded(0), pct + buffers"
-                                : "send_for/recv_for timeouts, bounded(1), pct + buffers",
-                       tso(model::pct_schedules(82, budget(500), 3)), body);
+    spindle_test::explore_tso_then_weak(
+        cap == 0 ? "send_for/recv_for timeouts, bounded(0), pct + buffers"
+                 : "send_for/recv_for timeouts, bounded(1), pct + buffers",
+        model::pct_schedules(82, budget(500), 3), body);
   }
 }
 
@@ -286,8 +288,8 @@ TEST(ModelChannel, TwoSendersTwoReceiversBlocking) {
   };
   explore_and_report("bounded(1) 2 senders 2 receivers, pct d=3",
                      model::pct_schedules(91, budget(1000), 3), body);
-  explore_and_report("bounded(1) 2 senders 2 receivers, random + buffers",
-                     tso(model::random_schedules(92, budget(1000))), body);
+  spindle_test::explore_tso_then_weak("bounded(1) 2 senders 2 receivers, random + buffers",
+                                      model::random_schedules(92, budget(1000)), body);
 }
 
 TEST(ModelChannel, LanesKeepEachProducersOrderAndCloseDrainsEveryLane) {
@@ -330,8 +332,8 @@ TEST(ModelChannel, LanesKeepEachProducersOrderAndCloseDrainsEveryLane) {
   };
   explore_and_report("bounded_lanes(1, 3) 2 producers + close, pct d=3",
                      model::pct_schedules(101, budget(1000), 3), body);
-  explore_and_report("bounded_lanes(1, 3) 2 producers + close, random + buffers",
-                     tso(model::random_schedules(102, budget(1000))), body);
+  spindle_test::explore_tso_then_weak("bounded_lanes(1, 3) 2 producers + close, random + buffers",
+                                      model::random_schedules(102, budget(1000)), body);
 }
 
 TEST(ModelChannel, LanesReceiverWakesForALaneHandedOutWhileItWaits) {
@@ -355,6 +357,6 @@ TEST(ModelChannel, LanesReceiverWakesForALaneHandedOutWhileItWaits) {
   };
   explore_and_report("bounded_lanes(1, 4) late lane, dfs bound 2",
                      model::exhaustive(2, budget(20000)), body);
-  explore_and_report("bounded_lanes(1, 4) late lane, random + buffers",
-                     tso(model::random_schedules(112, budget(1000))), body);
+  spindle_test::explore_tso_then_weak("bounded_lanes(1, 4) late lane, random + buffers",
+                                      model::random_schedules(112, budget(1000)), body);
 }

@@ -177,8 +177,8 @@ TEST(ModelCoro, Example) {
   auto body = [] { async_recv_races_send_and_close(1); };
   explore_and_report("async_recv vs send + close, bounded(1), dfs bound 2",
                      model::exhaustive(2, budget(20000)), body);
-  explore_and_report("async_recv vs send + close, bounded(1), pct + buffers",
-                     tso(model::pct_schedules(1501, budget(1500), 3)), body);
+  spindle_test::explore_tso_then_weak("async_recv vs send + close, bounded(1), pct + buffers",
+                                      model::pct_schedules(1501, budget(1500), 3), body);
 }
 
 TEST(ModelCoro, AsyncRecvRacesSendAndClose) {
@@ -187,9 +187,10 @@ TEST(ModelCoro, AsyncRecvRacesSendAndClose) {
     explore_and_report(cap == 0 ? "async_recv vs send + close, rendezvous, pct d=3"
                                 : "async_recv vs send + close, bounded(2), pct d=3",
                        model::pct_schedules(1502, budget(1500), 3), body);
-    explore_and_report(cap == 0 ? "async_recv vs send + close, rendezvous, random + buffers"
-                                : "async_recv vs send + close, bounded(2), random + buffers",
-                       tso(model::random_schedules(1503, budget(1000))), body);
+    spindle_test::explore_tso_then_weak(
+        cap == 0 ? "async_recv vs send + close, rendezvous, random + buffers"
+                 : "async_recv vs send + close, bounded(2), random + buffers",
+        model::random_schedules(1503, budget(1000)), body);
   }
 }
 
@@ -199,9 +200,10 @@ TEST(ModelCoro, AsyncSendRacesRecvAndClose) {
     explore_and_report(cap == 0 ? "async_send vs recv + close, rendezvous, pct d=3"
                                 : "async_send vs recv + close, bounded(1), pct d=3",
                        model::pct_schedules(1504, budget(1500), 3), body);
-    explore_and_report(cap == 0 ? "async_send vs recv + close, rendezvous, random + buffers"
-                                : "async_send vs recv + close, bounded(1), random + buffers",
-                       tso(model::random_schedules(1505, budget(1000))), body);
+    spindle_test::explore_tso_then_weak(
+        cap == 0 ? "async_send vs recv + close, rendezvous, random + buffers"
+                 : "async_send vs recv + close, bounded(1), random + buffers",
+        model::random_schedules(1505, budget(1000)), body);
   }
 }
 
@@ -219,10 +221,10 @@ TEST(ModelCoro, ShutdownWaitsForSuspendedCoroutine) {
     explore_and_report(workers == 1 ? "shutdown vs suspended coroutine, 1 worker, pct d=3"
                                     : "shutdown vs suspended coroutine, 2 workers, pct d=3",
                        model::pct_schedules(1507, budget(500), 3), body);
-    explore_and_report(workers == 1
-                           ? "shutdown vs suspended coroutine, 1 worker, random + buffers"
-                           : "shutdown vs suspended coroutine, 2 workers, random + buffers",
-                       tso(model::random_schedules(1508, budget(300))), body);
+    spindle_test::explore_tso_then_weak(
+        workers == 1 ? "shutdown vs suspended coroutine, 1 worker, random + buffers"
+                     : "shutdown vs suspended coroutine, 2 workers, random + buffers",
+        model::random_schedules(1508, budget(300)), body);
   }
 }
 

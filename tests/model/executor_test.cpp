@@ -43,8 +43,13 @@ auto tso(model::options o) -> model::options {
   return o;
 }
 
-/// Explores `body` with random, PCT and PCT-under-TSO schedules (`executions` each, fewer
-/// under sanitizers) and expects every one to pass.
+auto weak(model::options o) -> model::options {
+  o.weak_memory = true;
+  return o;
+}
+
+/// Explores `body` with random, PCT, PCT-under-TSO and PCT-in-the-weak-memory-mode schedules
+/// (`executions` each, fewer under sanitizers) and expects every one to pass.
 template <class Body>
 void explore_all(char const* name, std::uint64_t seed, std::uint64_t executions, Body body) {
   auto const r = model::explore(model::random_schedules(seed, budget(executions)), body);
@@ -56,6 +61,9 @@ void explore_all(char const* name, std::uint64_t seed, std::uint64_t executions,
   auto const t = model::explore(tso(model::pct_schedules(seed + 2, budget(executions), 3)), body);
   EXPECT_TRUE(t) << t.message;
   print_stats(name, t);
+  auto const w = model::explore(weak(model::pct_schedules(seed + 3, budget(executions), 3)), body);
+  EXPECT_TRUE(w) << w.message;
+  print_stats(name, w);
 }
 
 /// Posts one task from outside while `workers` workers go idle and park, and waits for it on

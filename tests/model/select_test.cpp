@@ -226,8 +226,8 @@ TEST(ModelSelect, ReceivesFromTwoSenders) {
                              std::to_string(caps.first) + "/" + std::to_string(caps.second);
     explore_and_report((name + ", pct d=3").c_str(), model::pct_schedules(1402, budget(1500), 3),
                        body);
-    explore_and_report((name + ", random + buffers").c_str(),
-                       tso(model::random_schedules(1403, budget(1000))), body);
+    spindle_test::explore_tso_then_weak((name + ", random + buffers").c_str(),
+                                        model::random_schedules(1403, budget(1000)), body);
   }
 }
 
@@ -237,9 +237,10 @@ TEST(ModelSelect, AgainstClose) {
     explore_and_report(cap == 0 ? "select vs send+close, rendezvous A, pct d=3"
                                 : "select vs send+close, bounded(1) A, pct d=3",
                        model::pct_schedules(1404, budget(1500), 3), body);
-    explore_and_report(cap == 0 ? "select vs send+close, rendezvous A, random + buffers"
-                                : "select vs send+close, bounded(1) A, random + buffers",
-                       tso(model::random_schedules(1405, budget(1000))), body);
+    spindle_test::explore_tso_then_weak(
+        cap == 0 ? "select vs send+close, rendezvous A, random + buffers"
+                 : "select vs send+close, bounded(1) A, random + buffers",
+        model::random_schedules(1405, budget(1000)), body);
   }
 }
 
@@ -255,8 +256,8 @@ TEST(ModelSelect, TwoSelectsPairThroughRendezvous) {
   auto body = [] { two_selects_pair_through_rendezvous(); };
   explore_and_report("two selects, opposite ends of two rendezvous, dfs bound 2",
                      model::exhaustive(2, budget(20000)), body);
-  explore_and_report("two selects, opposite ends of two rendezvous, pct + buffers",
-                     tso(model::pct_schedules(1407, budget(500), 3)), body);
+  spindle_test::explore_tso_then_weak("two selects, opposite ends of two rendezvous, pct + buffers",
+                                      model::pct_schedules(1407, budget(500), 3), body);
 }
 
 TEST(ModelSelect, RendezvousSendCaseDoesNotPairAfterClose) {
@@ -281,6 +282,7 @@ TEST(ModelSelect, RendezvousSendCaseDoesNotPairAfterClose) {
   };
   explore_and_report("select send vs close + try_recv, rendezvous, dfs bound 2",
                      model::exhaustive(2, budget(20000)), body);
-  explore_and_report("select send vs close + try_recv, rendezvous, random + buffers",
-                     tso(model::random_schedules(1410, budget(1000))), body);
+  spindle_test::explore_tso_then_weak(
+      "select send vs close + try_recv, rendezvous, random + buffers",
+      model::random_schedules(1410, budget(1000)), body);
 }

@@ -47,7 +47,7 @@ void explore_all(char const* name, std::uint64_t n, std::function<void()> const&
   std::string const rnd = std::string(name) + ", random + buffers";
   explore_and_report(dfs.c_str(), model::exhaustive(2, budget(4 * n)), body);
   explore_and_report(pct.c_str(), model::pct_schedules(3901, budget(n), 3), body);
-  explore_and_report(rnd.c_str(), tso(model::random_schedules(3902, budget(n))), body);
+  spindle_test::explore_tso_then_weak(rnd.c_str(), model::random_schedules(3902, budget(n)), body);
 }
 
 /// The owner of an entry: freed right after cancel() returns.

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "model/support.hpp"
@@ -40,6 +41,16 @@ inline auto tso(spindle::model::options o) -> spindle::model::options {
 inline auto weak(spindle::model::options o) -> spindle::model::options {
   o.weak_memory = true;
   return o;
+}
+
+/// explore_and_report() of `o` with x86-TSO store buffers, then of `o` (its seed moved on) in
+/// the weak memory mode: the two explorations in which a weaker memory than sequential
+/// consistency can break the body.
+inline void explore_tso_then_weak(char const* name, spindle::model::options o,
+                                  std::function<void()> const& body) {
+  explore_and_report(name, tso(o), body);
+  o.seed += 7919;
+  explore_and_report((std::string(name) + " [weak memory]").c_str(), weak(o), body);
 }
 
 /// The explorations most hand-written model tests run, one per memory model: `executions`

@@ -316,7 +316,8 @@ def render(mutants: list[Mutant]) -> None:
         summary += f" Never run by the runner or by hand: {len(unrun)}."
     summary += (f" The last full run: {full_dates[-1]}." if full_dates
                 else " No full run is recorded yet.")
-    summary += (f" `tools/mutate/survivors.txt` lists {len(survivors)} mutants the suite does not "
+    noun = "mutant" if len(survivors) == 1 else "mutants"
+    summary += (f" `tools/mutate/survivors.txt` lists {len(survivors)} {noun} the suite does not "
                 "kill yet, each with the reason.")
 
     doc = ["# Mutation runs", "",

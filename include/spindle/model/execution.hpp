@@ -301,8 +301,19 @@ class execution {
   void heavy_fence(int me) {
     for (std::size_t t = 0; t < threads_.size(); ++t) {
       drain(static_cast<int>(t));
-      if (opts_.weak_memory) {
-        seq_cst_fence_weak(static_cast<int>(t));
+    }
+    if (opts_.weak_memory) {
+      // Every thread's barrier at its current point: first each one's stores so far bound the
+      // others' later loads, then each one's later loads read at least those (and the caller's).
+      for (auto& [key, loc] : locations_) {
+        for (std::size_t t = 0; t < threads_.size(); ++t) {
+          if (loc.own_write[t] > 0) {
+            loc.fence_floor = std::max(loc.fence_floor, loc.own_write[t] - 1);
+          }
+        }
+        for (std::size_t t = 0; t < threads_.size(); ++t) {
+          loc.seen[t] = std::max({loc.seen[t], loc.fence_floor, loc.sc_floor});
+        }
       }
     }
     // seq_cst: the caller's own full barrier, which membarrier(2) also implies for the caller.
