@@ -147,21 +147,21 @@ TEST(Parallel, GrainLargerThanTheRangeRunsOneSerialLoop) {
   }
 }
 
-// Without a grain, the grain is about n / (32 * workers), at least 1 and at most SIZE_MAX, so a
-// loop makes at most about 64 leaves a worker (a leaf: one serial stretch of consecutive
+// Without a grain, the grain is about n / (128 * workers), at least 1 and at most SIZE_MAX, so
+// a loop makes at most about 256 leaves a worker (a leaf: one serial stretch of consecutive
 // indices on one thread) however hungry the workers are; an explicit grain 1 may go finer.
-TEST(Parallel, WithoutAGrainTheGrainIsAboutNOver32Workers) {
+TEST(Parallel, WithoutAGrainTheGrainIsAboutNOver128Workers) {
   spindle::executor ex{4};
   using spindle::detail::automatic_grain;
   EXPECT_EQ(automatic_grain(ex, 0, 100), 1U) << "short ranges keep grain 1";
   EXPECT_EQ(automatic_grain(ex, std::size_t{0}, std::size_t{1} << 20),
-            (std::size_t{1} << 20) / 128);
+            (std::size_t{1} << 20) / 512);
   EXPECT_EQ(automatic_grain(ex, 10, 0), 1U) << "a reversed range";
   EXPECT_EQ(automatic_grain(ex, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()),
-            std::numeric_limits<std::uint64_t>::max() / 128);
+            std::numeric_limits<std::uint64_t>::max() / 512);
   EXPECT_EQ(automatic_grain(ex, std::numeric_limits<std::int64_t>::min(),
                             std::numeric_limits<std::int64_t>::max()),
-            std::numeric_limits<std::uint64_t>::max() / 128);
+            std::numeric_limits<std::uint64_t>::max() / 512);
 
   constexpr std::size_t n = std::size_t{1} << 18;
   std::size_t const grain = automatic_grain(ex, std::size_t{0}, n);

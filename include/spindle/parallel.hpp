@@ -9,14 +9,15 @@
 // finding big halves to steal while a busy machine runs long serial stretches. A range is
 // never split below `grain` elements.
 //
-// The grain of the overloads that take none: about n / (32 * workers), at least 1, so that
-// the splitter stops at about 32 to 64 leaves a worker. oneTBB's auto_partitioner has the
-// same bound (oneTBB include/oneapi/tbb/partitioner.h: one range per thread, each then split
-// into at most 2^5 by its range pool, one level more for each steal). Without it, every
-// steal restarts the splitter's budget, and with many workers hungry at once a range is cut
-// down to single indices at its end: on a 16-core machine the grain-1 loop over 10M elements
-// took 1.9x the time of grain 4096 at 16 workers, and slower at 16 than at 8 workers
-// (docs/performance.md, "Channel variants on 16 cores" and "The automatic grain"). A body
+// The grain of the overloads that take none: about n / (128 * workers), at least 1, so that
+// the splitter stops at about 128 to 256 leaves a worker. oneTBB's auto_partitioner bounds its
+// leaves the same way, more coarsely (oneTBB include/oneapi/tbb/partitioner.h: one range per
+// thread, each split into at most 2^5 by its range pool, one level more for each steal).
+// Without a bound, every steal restarts the splitter's budget, and with many workers hungry at
+// once a range is cut down to single indices at its end, which on a 16-core machine made the
+// grain-1 loop much slower than a coarser grain, and slower at 16 workers than at 8. The
+// factor 128 puts the 16-core case near the grain measured best there and keeps the last
+// leaf's imbalance small on two workers (docs/performance.md, "The automatic grain"). A body
 // whose cost varies a lot from index to index can still ask for grain 1.
 //
 // Indices: an integer type (every range of it, counted in its unsigned type) or a random-access
@@ -550,9 +551,9 @@ auto saturating_product(Count a, Count b) noexcept -> Count {
 }
 
 /// How many leaves a worker the automatic grain aims at (see the top of this file).
-inline constexpr std::size_t automatic_leaves_per_worker = 32;
+inline constexpr std::size_t automatic_leaves_per_worker = 128;
 
-/// The grain of the overloads that take none: n / (32 * workers), at least 1 and at most
+/// The grain of the overloads that take none: n / (128 * workers), at least 1 and at most
 /// SIZE_MAX.
 template <parallel_index I>
 auto automatic_grain(executor& ex, I first, I last) -> std::size_t {
@@ -675,7 +676,7 @@ void parallel_for(executor& ex, I first, I last, std::size_t grain, F&& f) {
   parallel_for(ex, first, last, grain, std::forward<F>(f), adaptive_partitioner{});
 }
 
-/// parallel_for with the automatic grain (about n / (32 * workers), see the top of this
+/// parallel_for with the automatic grain (about n / (128 * workers), see the top of this
 /// file) and partitioner `part`.
 template <parallel_index I, class F, partitioner P>
 requires std::invocable<F&, I>
