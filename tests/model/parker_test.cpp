@@ -16,19 +16,26 @@ using spindle::detail::parker;
 using spindle_test::explore_and_report;
 using spindle_test::print_stats;
 
+namespace {
+
+/// One park against one unpark that wrote a payload first.
+void park_sees_the_payload() {
+  parker p;
+  model::plain<int> payload;
+  model::thread waker([&] {
+    payload.set(42);
+    p.unpark();
+  });
+  p.park();
+  model::check(payload.get() == 42, "park returned before the unpark's writes were visible");
+  waker.join();
+}
+
+}  // namespace
+
 TEST(ModelParker, Example) {
   // Every schedule with up to 3 preemptions: the parked thread always sees the payload.
-  auto const r = model::explore(model::exhaustive(3, 100000), [] {
-    parker p;
-    model::plain<int> payload;
-    model::thread waker([&] {
-      payload.set(42);
-      p.unpark();
-    });
-    p.park();
-    model::check(payload.get() == 42, "park returned before the unpark's writes were visible");
-    waker.join();
-  });
+  auto const r = model::explore(model::exhaustive(3, 100000), park_sees_the_payload);
   EXPECT_TRUE(r) << r.message;
   EXPECT_TRUE(r.exhausted);
   print_stats("parker park/unpark", r);
@@ -37,18 +44,9 @@ TEST(ModelParker, Example) {
 TEST(ModelParker, ParkUnparkInTheWeakMemoryMode) {
   // The same in the C++ memory model's weak mode: a stale read of the state never loses the
   // token or shows the payload early (every schedule with up to 3 preemptions or stale reads).
-  auto const r = explore_and_report(
-      "parker park/unpark, weak memory", spindle_test::weak(model::exhaustive(3, 200000)), [] {
-        parker p;
-        model::plain<int> payload;
-        model::thread waker([&] {
-          payload.set(42);
-          p.unpark();
-        });
-        p.park();
-        model::check(payload.get() == 42, "park returned before the unpark's writes were visible");
-        waker.join();
-      });
+  auto const r =
+      explore_and_report("parker park/unpark, weak memory",
+                         spindle_test::weak(model::exhaustive(3, 200000)), park_sees_the_payload);
   EXPECT_TRUE(r.exhausted);
 }
 

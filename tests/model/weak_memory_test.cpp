@@ -15,16 +15,11 @@
 #include "support/model_cases.hpp"
 
 namespace model = spindle::model;
+using spindle_test::quiet;
 using spindle_test::tso;
 using spindle_test::weak;
 
 namespace {
-
-auto quiet(model::options o) -> model::options {
-  o.quiet = true;
-  o.use_environment = false;
-  return o;
-}
 
 /// Every schedule within three preemptions (stale reads included), quiet.
 auto every(model::options (*mode)(model::options) = nullptr) -> model::options {
