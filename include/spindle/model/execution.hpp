@@ -307,12 +307,10 @@ class execution {
       // others' later loads, then each one's later loads read at least those (and the caller's).
       for (auto& [key, loc] : locations_) {
         for (std::size_t t = 0; t < threads_.size(); ++t) {
-          if (loc.own_write[t] > 0) {
-            loc.fence_floor = std::max(loc.fence_floor, loc.own_write[t] - 1);
-          }
+          publish_before_fence(loc, t);
         }
         for (std::size_t t = 0; t < threads_.size(); ++t) {
-          loc.seen[t] = std::max({loc.seen[t], loc.fence_floor, loc.sc_floor});
+          read_past_fence(loc, t);
         }
       }
     }
@@ -571,11 +569,23 @@ class execution {
   /// and the newest seq_cst store of each object.
   void seq_cst_fence_weak(int me) {
     for (auto& [key, loc] : locations_) {
-      if (loc.own_write[idx(me)] > 0) {
-        loc.fence_floor = std::max(loc.fence_floor, loc.own_write[idx(me)] - 1);
-      }
-      loc.seen[idx(me)] = std::max({loc.seen[idx(me)], loc.fence_floor, loc.sc_floor});
+      publish_before_fence(loc, idx(me));
+      read_past_fence(loc, idx(me));
     }
+  }
+
+  /// weak_memory mode, a seq_cst fence of thread `t`, first half: its last store to `loc`
+  /// bounds the seq_cst loads of `loc` and the loads after any later seq_cst fence.
+  static void publish_before_fence(location& loc, std::size_t t) noexcept {
+    if (loc.own_write[t] > 0) {
+      loc.fence_floor = std::max(loc.fence_floor, loc.own_write[t] - 1);
+    }
+  }
+
+  /// weak_memory mode, a seq_cst fence of thread `t`, second half: its later loads of `loc`
+  /// read at least every store published before a seq_cst fence and the newest seq_cst store.
+  static void read_past_fence(location& loc, std::size_t t) noexcept {
+    loc.seen[t] = std::max({loc.seen[t], loc.fence_floor, loc.sc_floor});
   }
 
   void flush_one(int t) {
