@@ -29,24 +29,17 @@
 #include <stdexcept>
 
 #include "model/support.hpp"
+#include "support/model_cases.hpp"
 
 namespace model = spindle::model;
 using spindle::executor;
 using spindle::detail::parker;
 using spindle_test::budget;
 using spindle_test::print_stats;
+using spindle_test::tso;
+using spindle_test::weak;
 
 namespace {
-
-auto tso(model::options o) -> model::options {
-  o.store_buffering = true;
-  return o;
-}
-
-auto weak(model::options o) -> model::options {
-  o.weak_memory = true;
-  return o;
-}
 
 /// Explores `body` with random, PCT, PCT-under-TSO and PCT-in-the-weak-memory-mode schedules
 /// (`executions` each, fewer under sanitizers) and expects every one to pass.
