@@ -13,8 +13,10 @@
 #include <spindle/executor_stats.hpp>
 #include <spindle/isolate.hpp>
 #include <spindle/join_handle.hpp>
+#include <spindle/mutex.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/select.hpp>
+#include <spindle/semaphore.hpp>
 #include <spindle/task.hpp>
 #include <spindle/task_group.hpp>
 #include <spindle/task_traits.hpp>

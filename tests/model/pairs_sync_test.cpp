@@ -1,5 +1,6 @@
 // The operation matrix of the synchronisation primitives: parker, mutex and wait list
-// (detail/sync/) and the executor's idle set (detail/executor/idle_set.hpp), every operation
+// (detail/sync/), the fair semaphore under spindle::semaphore and spindle::mutex, and the
+// executor's idle set (detail/executor/idle_set.hpp), every operation
 // against every other and itself, under the model checker
 // (tests/support/op_matrix.hpp). Each fixture is built so that both operations can finish on
 // their own; a thread left asleep is a lost wake-up (a deadlock the checker reports), a plain
@@ -12,6 +13,7 @@
 #include <spindle/detail/sync/wait_list.hpp>
 #include <spindle/model/atomic.hpp>
 #include <spindle/model/track_allocations.hpp>
+#include <spindle/semaphore.hpp>
 
 #include <gtest/gtest.h>
 
@@ -385,5 +387,74 @@ auto idle_ops() -> std::vector<operation<idle_fixture>> const& {
 }
 
 SPINDLE_OPERATION_MATRIX(IdleSetPairs, idle_fixture, idle_ops(), spindle_test::pair_schedules(300));
+
+// ---------------------------------------------------------------------------------------------
+// Fair semaphore (detail/sync/fair_semaphore.hpp, under spindle::semaphore and spindle::mutex):
+// a semaphore of 2 permits. acquire and try_acquire take one permit and read a plain word;
+// acquire_two takes both (a waiter that collects permits one at a time while queued) and writes
+// the word; acquire_for takes both with a deadline the checker may let pass at any point,
+// giving back what it collected. A writer holding both permits and a reader holding one at once
+// is a data race the detector reports; a permit not handed on is a deadlock; finish() finds
+// both permits back.
+
+struct semaphore_fixture {
+  spindle::semaphore sem{2};
+  model::plain<int> word;
+  detail::atomic<int> held{0};
+
+  semaphore_fixture(std::string_view, std::string_view) {}
+
+  void enter(int n) {
+    model::check(held.fetch_add(n, std::memory_order_relaxed) + n <= 2,
+                 "more permits held than the semaphore has");
+  }
+  void leave(int n) { held.fetch_sub(n, std::memory_order_relaxed); }
+  void read() { static_cast<void>(word.get()); }
+  void write() { word.set(word.get() + 1); }
+
+  void finish() {
+    model::check(sem.available() == 2, "a permit was lost or counted twice");
+    model::check(sem.try_acquire(2).has_value(), "both permits are free at the end");
+  }
+};
+
+auto semaphore_ops() -> std::vector<operation<semaphore_fixture>> const& {
+  static std::vector<operation<semaphore_fixture>> const ops{
+      {"acquire",
+       [](semaphore_fixture& f, int) {
+         auto p = f.sem.acquire();
+         f.enter(1);
+         f.read();
+         f.leave(1);
+       }},
+      {"try_acquire",
+       [](semaphore_fixture& f, int) {
+         if (auto p = f.sem.try_acquire()) {
+           f.enter(1);
+           f.read();
+           f.leave(1);
+         }
+       }},
+      {"acquire_two",
+       [](semaphore_fixture& f, int) {
+         auto p = f.sem.acquire(2);
+         f.enter(2);
+         f.write();
+         f.leave(2);
+       }},
+      {"acquire_for",
+       [](semaphore_fixture& f, int) {
+         if (auto p = f.sem.acquire_until(later(), 2)) {
+           f.enter(2);
+           f.write();
+           f.leave(2);
+         }
+       }},
+  };
+  return ops;
+}
+
+SPINDLE_OPERATION_MATRIX(SemaphorePairs, semaphore_fixture, semaphore_ops(),
+                         spindle_test::pair_schedules(300));
 
 }  // namespace

@@ -184,6 +184,8 @@ static_assert(waiter::first_operation <= alignof(wait_entry),
 class wait_queue {
  public:
   [[nodiscard]] auto empty() const noexcept -> bool { return head_ == nullptr; }
+  /// The oldest entry, or nullptr.
+  [[nodiscard]] auto front() const noexcept -> wait_entry* { return head_; }
 
   void push(wait_entry& e) noexcept {
     // relaxed: under the queue owner's mutex.
