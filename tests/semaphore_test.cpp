@@ -305,7 +305,7 @@ TEST(Semaphore, ASelectThatLosesGivesBackWhatItCollected) {
   // permit goes on to the next waiter.
   spindle::semaphore s(0);
   auto [tx, rx] = spindle::bounded<int>(1);
-  std::thread t([&] {
+  std::thread t([&, &tx = tx] {
     std::this_thread::sleep_for(5ms);
     s.release();
     std::this_thread::sleep_for(5ms);

@@ -14,6 +14,7 @@
 #include <spindle/isolate.hpp>
 #include <spindle/join_handle.hpp>
 #include <spindle/mutex.hpp>
+#include <spindle/notify.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/select.hpp>
 #include <spindle/semaphore.hpp>

@@ -14,6 +14,7 @@
 // mutants of the real code (tools/mutate/mutants.txt, `semaphore-*`) that these tests kill.
 #include <spindle/channel.hpp>
 #include <spindle/mutex.hpp>
+#include <spindle/notify.hpp>
 #include <spindle/select.hpp>
 #include <spindle/semaphore.hpp>
 
@@ -191,7 +192,55 @@ void shared_body() {
   model::check(rw.try_lock().has_value(), "the shared mutex is held after every guard went");
 }
 
+/// spindle::notify: two timed waiters against two notify_one calls from another thread (with
+/// nobody waiting, the two store one permit: they do not add up). Every notification ends a
+/// wait or is still stored: at least one of the two is used or kept, never more than two.
+void notify_body() {
+  spindle::notify n;
+  spindle::detail::atomic<int> woke{0};
+  model::thread one([&] {
+    n.notify_one();
+    n.notify_one();
+  });
+  model::thread timed([&] {
+    if (n.wait_for(long_wait)) {
+      woke.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  if (n.wait_for(long_wait)) {
+    woke.fetch_add(1, std::memory_order_relaxed);
+  }
+  one.join();
+  timed.join();
+  int const total = woke.load(std::memory_order_relaxed) + (n.wait_for(long_wait) ? 1 : 0);
+  model::check(total >= 1 && total <= 2, "a notification was lost or consumed twice");
+}
+
+/// notify_all then notify_one against a waiter: queued before notify_all, it is woken by it and
+/// notify_one stores a permit; otherwise notify_one wakes it or stores the permit it takes.
+void notify_all_body() {
+  spindle::notify n;
+  spindle::detail::atomic<int> woke{0};
+  model::thread a([&] {
+    n.wait();
+    woke.fetch_add(1, std::memory_order_relaxed);
+  });
+  n.notify_all();
+  n.notify_one();
+  a.join();
+  int const total = woke.load(std::memory_order_relaxed) + (n.wait_for(long_wait) ? 1 : 0);
+  model::check(total >= 1 && total <= 2, "a notification was lost or consumed twice");
+}
+
 }  // namespace
+
+TEST(ModelSemaphore, NotifyOneAndTimedWaits) {
+  explore_three("notify: wait, wait_for, notify_one", 61, 2000, notify_body);
+}
+
+TEST(ModelSemaphore, NotifyAll) {
+  explore_three("notify: notify_all, notify_one", 71, 2000, notify_all_body);
+}
 
 TEST(ModelSemaphore, MutexExcludesAndWakes) {
   explore_three("mutex: lock, lock_for, try_lock", 11, 2000, mutex_body);

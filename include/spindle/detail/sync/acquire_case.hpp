@@ -140,6 +140,10 @@ class acquire_case : public select_case {
 /// or a requested stop.
 template <class Permit>
 auto acquire_blocking(fair_semaphore& sem, std::size_t n) -> Permit {
+  // Uncontended: one CAS, without building a select.
+  if (n == 0 || sem.try_acquire(n)) {
+    return Permit(held_permits(sem, n));
+  }
   acquire_case<Permit, no_handler> c(sem, n, no_handler{});
   std::array<select_case*, 1> const all{&c};
   static_cast<void>(run_select(all, /*biased=*/true));
@@ -148,6 +152,9 @@ auto acquire_blocking(fair_semaphore& sem, std::size_t n) -> Permit {
 
 template <class Permit, class Extra>
 auto acquire_blocking(fair_semaphore& sem, std::size_t n, Extra extra) -> std::optional<Permit> {
+  if (n == 0 || sem.try_acquire(n)) {
+    return Permit(held_permits(sem, n));
+  }
   acquire_case<Permit, no_handler> c(sem, n, no_handler{});
   std::array<select_case*, 2> const all{&c, &extra};
   if (run_select(all, /*biased=*/true) == 0) {

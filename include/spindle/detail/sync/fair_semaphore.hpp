@@ -68,6 +68,10 @@ class fair_semaphore {
   static constexpr std::size_t max_permits = static_cast<std::size_t>(-1) >> 1U;
 
   explicit fair_semaphore(std::size_t permits) noexcept : state_(permits << 1U) {}
+  /// A saturating semaphore: the word never holds more than `cap` permits, and permits released
+  /// beyond it are dropped (the one stored permit of spindle::notify).
+  fair_semaphore(std::size_t permits, std::size_t cap) noexcept
+      : cap_(cap), saturate_(true), state_((permits < cap ? permits : cap) << 1U) {}
   fair_semaphore(fair_semaphore const&) = delete;
   auto operator=(fair_semaphore const&) -> fair_semaphore& = delete;
 
@@ -89,17 +93,18 @@ class fair_semaphore {
 
   /// Returns `n` permits: to the queued waiters in order, else to the word. Returns false,
   /// changing nothing, when the word would exceed max_permits (only possible with nobody
-  /// queued).
+  /// queued); a saturating semaphore drops what exceeds its cap instead.
   [[nodiscard]] auto release(std::size_t n) noexcept -> bool {
     // relaxed: the CAS below re-reads the word and carries the ordering.
     std::uintptr_t s = state_.load(std::memory_order_relaxed);
     while ((s & queued) == 0) {
-      if (n > max_permits - (s >> 1U)) {
+      std::size_t next = 0;
+      if (!add_within_cap(s >> 1U, n, next)) {
         return false;
       }
       // release: pairs with the acquire CAS of try_acquire() and watch(). relaxed on failure:
       // the loop re-checks.
-      if (state_.compare_exchange_weak(s, s + (n << 1U), std::memory_order_release,
+      if (state_.compare_exchange_weak(s, next << 1U, std::memory_order_release,
                                        std::memory_order_relaxed)) {
         return true;
       }
@@ -165,6 +170,32 @@ class fair_semaphore {
     wait_queue::wake_chain(chain);
   }
 
+  /// Completes every queued waiter that still waits, as if each had been given what it asked
+  /// for, without taking permits from anyone (spindle::notify::notify_all); the word is left as
+  /// it is.
+  void grant_all() noexcept {
+    wait_entry* chain = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      std::size_t back = 0;
+      while (wait_entry* e = queue_.front()) {
+        auto& grant = *static_cast<semaphore_grant*>(e->packet);
+        back += grant.assigned;
+        grant.assigned = grant.need;
+        bool const granted = e->owner->try_select(e->operation());
+        queue_.remove(*e);
+        if (granted) {
+          e->next = chain;
+          chain = e;
+        }
+      }
+      bool fits = true;
+      // The queue is empty now: this only clears `queued` and keeps what had been collected.
+      static_cast<void>(give_locked(back, fits));
+    }
+    wait_queue::wake_chain(chain);
+  }
+
   /// The permits in the word: 0 while anyone is queued (a snapshot).
   [[nodiscard]] auto available() const noexcept -> std::size_t {
     // acquire: a caller that sees permits may rely on what their last holder did.
@@ -220,9 +251,9 @@ class fair_semaphore {
     // fast paths see the cleared word and go on from there.
     std::uintptr_t s = state_.load(std::memory_order_relaxed);
     if ((s & queued) != 0) {
-      if (n > max_permits) {
-        fits = false;
-        n = max_permits;
+      if (n > cap_) {
+        fits = saturate_;
+        n = cap_;
       }
       // release: pairs with the acquire CAS of try_acquire(): a newcomer that takes these
       // permits sees what their last holder did.
@@ -230,20 +261,35 @@ class fair_semaphore {
       return chain;
     }
     for (;;) {
-      if (n > max_permits - (s >> 1U)) {
+      std::size_t next = 0;
+      if (!add_within_cap(s >> 1U, n, next)) {
         fits = false;
         return chain;
       }
       // release: as in release(). relaxed on failure: re-check.
-      if (state_.compare_exchange_weak(s, s + (n << 1U), std::memory_order_release,
+      if (state_.compare_exchange_weak(s, next << 1U, std::memory_order_release,
                                        std::memory_order_relaxed)) {
         return chain;
       }
     }
   }
 
+  /// `next` = `have` + `n` within the cap; false when that overflows a semaphore that does not
+  /// saturate.
+  [[nodiscard]] auto add_within_cap(std::size_t have, std::size_t n,
+                                    std::size_t& next) const noexcept -> bool {
+    if (n <= cap_ - have) {
+      next = have + n;
+      return true;
+    }
+    next = cap_;
+    return saturate_;
+  }
+
+  std::size_t cap_ = max_permits;
+  bool saturate_ = false;
   // INVARIANT: (state_ & queued) != 0 exactly when !queue_.empty(), whenever mutex_ is free;
-  // then state_ >> 1 == 0.
+  // then state_ >> 1 == 0. state_ >> 1 <= cap_.
   atomic<std::uintptr_t> state_;
   mutex mutex_;
   wait_queue queue_;
