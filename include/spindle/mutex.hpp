@@ -79,10 +79,10 @@ class lock_forms {
 
   auto lock_n(std::size_t n) -> mutex_guard { return acquire_blocking<mutex_guard>(sem_, n); }
   auto lock_n(std::size_t n, std::stop_token stop) -> std::optional<mutex_guard> {
-    return acquire_blocking<mutex_guard>(sem_, n, stop_case<no_handler>(std::move(stop), {}));
+    return acquire_blocking_until<mutex_guard>(sem_, n, std::nullopt, &stop);
   }
   auto lock_n(std::size_t n, steady_time deadline) -> std::optional<mutex_guard> {
-    return acquire_blocking<mutex_guard>(sem_, n, timeout_case<no_handler>(deadline, {}));
+    return acquire_blocking_until<mutex_guard>(sem_, n, deadline, nullptr);
   }
   auto try_lock_n(std::size_t n) noexcept -> std::optional<mutex_guard> {
     if (sem_.try_acquire(n)) {

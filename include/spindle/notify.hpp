@@ -75,8 +75,7 @@ class notify {
   void wait() { static_cast<void>(detail::acquire_blocking<detail::consumed_permit>(sem_, 1)); }
   /// As wait(); false once stop is requested on `stop` first.
   [[nodiscard]] auto wait(std::stop_token stop) -> bool {
-    return detail::acquire_blocking<detail::consumed_permit>(
-               sem_, 1, detail::stop_case<detail::no_handler>(std::move(stop), {}))
+    return detail::acquire_blocking_until<detail::consumed_permit>(sem_, 1, std::nullopt, &stop)
         .has_value();
   }
   /// As wait(); false when `timeout` passed first.
@@ -117,8 +116,7 @@ class notify {
   friend auto on_notified(notify& n, F f) -> detail::acquire_case<detail::consumed_permit, F>;
 
   auto wait_at(detail::steady_time deadline) -> bool {
-    return detail::acquire_blocking<detail::consumed_permit>(
-               sem_, 1, detail::timeout_case<detail::no_handler>(deadline, {}))
+    return detail::acquire_blocking_until<detail::consumed_permit>(sem_, 1, deadline, nullptr)
         .has_value();
   }
 

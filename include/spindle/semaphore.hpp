@@ -88,8 +88,8 @@ class semaphore {
   /// As acquire(n), but gives up (nullopt) once stop is requested on `stop`.
   [[nodiscard]] auto acquire(std::stop_token stop, std::size_t n = 1)
       -> std::optional<semaphore_permit> {
-    return detail::acquire_blocking<semaphore_permit>(
-        sem_, checked(n, "acquire"), detail::stop_case<detail::no_handler>(std::move(stop), {}));
+    return detail::acquire_blocking_until<semaphore_permit>(sem_, checked(n, "acquire"),
+                                                            std::nullopt, &stop);
   }
   /// As acquire(n), but gives up (nullopt) after `timeout`.
   template <class Rep, class Period>
@@ -163,8 +163,8 @@ class semaphore {
   }
 
   auto acquire_at(detail::steady_time deadline, std::size_t n) -> std::optional<semaphore_permit> {
-    return detail::acquire_blocking<semaphore_permit>(
-        sem_, checked(n, "acquire_until"), detail::timeout_case<detail::no_handler>(deadline, {}));
+    return detail::acquire_blocking_until<semaphore_permit>(sem_, checked(n, "acquire_until"),
+                                                            deadline, nullptr);
   }
 
   detail::fair_semaphore sem_;

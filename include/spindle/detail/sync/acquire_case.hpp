@@ -7,9 +7,12 @@
 // So a mutex, a shared mutex and a semaphore are one protocol and one wait list, with a timeout
 // and a stop token in every form.
 
+#include <spindle/detail/channel/park.hpp>
+#include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/coro/select_awaiter.hpp>
 #include <spindle/detail/select/cases.hpp>
 #include <spindle/detail/select/select_loop.hpp>
+#include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/fair_semaphore.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
@@ -135,32 +138,61 @@ class acquire_case : public select_case {
   std::optional<wait_entry> entry_;
 };
 
-/// Blocks the calling thread until `n` permits are acquired; with an `extra` case (a timeout or
-/// a stop) gives up when it fires first (nullopt). A ready permit wins over an expired deadline
+/// Blocks the calling thread until `n` permits are acquired, or (nullopt) until `deadline`
+/// passed or stop was requested on `stop`. A permit that is there wins over an expired deadline
 /// or a requested stop.
+///
+/// The loop of a blocked channel operation (detail/channel/park.hpp), on the semaphore's queue:
+/// try, spin briefly, queue (or find the permits there and try again), park until the releaser
+/// completes the wait, the deadline passes or stop comes, and withdraw. A timed park that ends
+/// without a grant is the deadline (under the model checker, the scheduler letting it pass),
+/// as for a channel's timed receive.
 template <class Permit>
-auto acquire_blocking(fair_semaphore& sem, std::size_t n) -> Permit {
-  // Uncontended: one CAS, without building a select.
-  if (n == 0 || sem.try_acquire(n)) {
-    return Permit(held_permits(sem, n));
+auto acquire_blocking_until(fair_semaphore& sem, std::size_t n, std::optional<steady_time> deadline,
+                            std::stop_token const* stop) -> std::optional<Permit> {
+  backoff spin;
+  for (;;) {
+    if (n == 0 || sem.try_acquire(n)) {
+      return Permit(held_permits(sem, n));
+    }
+    if (stop != nullptr && stop->stop_requested()) {
+      return std::nullopt;
+    }
+    if (!spin.is_completed()) {
+      // A lock is usually held for a short section: a few rounds of spinning and yielding
+      // cost less than a sleep and a wake.
+      spin.snooze();
+      continue;
+    }
+    waiter self;
+    semaphore_grant grant{n, 0};
+    wait_entry entry(self, &grant);
+    if (sem.watch(entry)) {
+      // The permits are there now and nobody is queued: try again.
+      continue;
+    }
+    wait_options options;
+    options.deadline = deadline;
+    options.stop = stop;
+    auto const selection = wait_for_selection(self, options);
+    if (selection == entry.operation()) {
+      // Granted: the releaser gave the entry every permit it asked for.
+      return Permit(held_permits(sem, n));
+    }
+    sem.unwatch(entry);
+    if (stop != nullptr && stop->stop_requested()) {
+      return std::nullopt;
+    }
+    if (deadline) {
+      return std::nullopt;
+    }
   }
-  acquire_case<Permit, no_handler> c(sem, n, no_handler{});
-  std::array<select_case*, 1> const all{&c};
-  static_cast<void>(run_select(all, /*biased=*/true));
-  return c.take();
 }
 
-template <class Permit, class Extra>
-auto acquire_blocking(fair_semaphore& sem, std::size_t n, Extra extra) -> std::optional<Permit> {
-  if (n == 0 || sem.try_acquire(n)) {
-    return Permit(held_permits(sem, n));
-  }
-  acquire_case<Permit, no_handler> c(sem, n, no_handler{});
-  std::array<select_case*, 2> const all{&c, &extra};
-  if (run_select(all, /*biased=*/true) == 0) {
-    return c.take();
-  }
-  return std::nullopt;
+template <class Permit>
+auto acquire_blocking(fair_semaphore& sem, std::size_t n) -> Permit {
+  // No deadline and no stop: only a grant ends the wait.
+  return *acquire_blocking_until<Permit>(sem, n, std::nullopt, nullptr);
 }
 
 /// `co_await`: the coroutine form. Without an extra case the result is the `Permit`; with a

@@ -127,11 +127,6 @@ class waiter {
       if (parker_.park_until(*deadline)) {
         return selected();
       }
-#if defined(SPINDLE_MODEL_CHECK)
-      // The scheduler ended the timed wait: from here on the deadline reads as passed
-      // (virtual time), so that a select's timeout case fires on the next round.
-      ::spindle::model::let_time_pass(*deadline);
-#endif
       if (try_select(aborted)) {
         return aborted;
       }
