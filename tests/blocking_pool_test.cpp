@@ -30,6 +30,8 @@
 #include <pthread.h>
 #endif
 
+#include "support/eventually.hpp"
+
 namespace {
 
 using spindle::detail::blocking_pool;
@@ -65,18 +67,7 @@ auto try_submit(blocking_pool& pool, std::function<void()> fn) -> bool {
   return true;
 }
 
-/// Polls `cond` until it holds or `limit` passes; returns whether it held.
-template <class Cond>
-auto eventually(Cond cond, std::chrono::milliseconds limit = 10s) -> bool {
-  auto const deadline = std::chrono::steady_clock::now() + limit;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using spindle_test::eventually;
 
 auto options(std::size_t max_threads, std::chrono::milliseconds keep_alive = 10'000ms)
     -> blocking_pool_options {

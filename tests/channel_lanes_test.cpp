@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "support/channel_cases.hpp"
+#include "support/eventually.hpp"
 #include "support/no_leak.hpp"
 #include "support/sizes.hpp"
 #include "support/tracked.hpp"
@@ -67,16 +68,8 @@ constexpr auto seq_of(std::uint64_t v) -> std::uint64_t {
 }
 
 /// Waits until `done()` holds or `limit` passes; returns whether it held.
-template <class Done>
-auto eventually(Done done) -> bool {
-  auto const deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
+auto eventually(auto done) -> bool {
+  return spindle_test::eventually(done, limit);
 }
 
 /// Closes a channel when it goes out of scope: declared after a thread that may block on the

@@ -20,23 +20,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/sizes.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-template <class Pred>
-auto eventually(Pred pred) -> bool {
-  auto const until = std::chrono::steady_clock::now() + 10s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) {
-      return false;
-    }
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
-}
+using spindle_test::eventually;
 
 TEST(Mutex, TheGuardUnlocks) {
   spindle::mutex m;
@@ -84,19 +75,17 @@ TEST(Mutex, UnlockHandsTheLockToTheOldestWaiter) {
   auto g = m.lock();
   std::vector<int> order;
   std::vector<std::thread> threads;
-  std::atomic<int> started{0};
   std::atomic<bool> checked{false};
   for (int i = 0; i < 3; ++i) {
     threads.emplace_back([&, i] {
-      ++started;
       auto mine = m.lock();
       order.push_back(i);  // under the lock
       while (!checked.load()) {
         std::this_thread::yield();
       }
     });
-    ASSERT_TRUE(eventually([&] { return started.load() == i + 1; }));
-    std::this_thread::sleep_for(20ms);
+    // Thread i is in line before thread i + 1 starts.
+    ASSERT_TRUE(eventually([&] { return m.waiting() == static_cast<std::size_t>(i + 1); }));
   }
   // The unlocking thread cannot take the lock back ahead of the waiters.
   g.unlock();
@@ -210,14 +199,14 @@ TEST(SharedMutex, ReadersDoNotStarveAWriter) {
     int expected = 0;
     stage.compare_exchange_strong(expected, 1);
   });
-  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(eventually([&] { return rw.waiting() == 1; }));
   EXPECT_FALSE(rw.try_lock_shared().has_value());
   std::thread late_reader([&] {
     auto r = rw.lock_shared();
     int expected = 1;
     stage.compare_exchange_strong(expected, 2);
   });
-  std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(eventually([&] { return rw.waiting() == 2; }));
   EXPECT_EQ(stage.load(), 0);
   first.unlock();
   writer.join();

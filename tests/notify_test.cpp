@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -56,7 +58,8 @@ TEST(Notify, NotifyAllWakesTheCurrentWaitersAndStoresNothing) {
       ++woke;
     });
   }
-  std::this_thread::sleep_for(20ms);
+  // notify_all wakes those in line: wait until all three are.
+  ASSERT_TRUE(spindle_test::eventually([&] { return n.waiting() == 3; }));
   n.notify_all();
   for (auto& t : threads) {
     t.join();
@@ -89,9 +92,10 @@ TEST(Notify, CoroutinesWaitAndWakeInOrder) {
       w.fetch_add(1);
     }(n, woke)));
   }
+  // Permits with nobody waiting do not add up: notify once every coroutine is in line.
+  ASSERT_TRUE(spindle_test::eventually([&] { return n.waiting() == 8; }));
   for (int i = 0; i < 8; ++i) {
     n.notify_one();
-    std::this_thread::sleep_for(1ms);
   }
   for (auto& h : handles) {
     h.join();

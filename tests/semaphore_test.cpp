@@ -22,24 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "support/sizes.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-/// Waits (bounded) until `pred` holds; returns whether it did.
-template <class Pred>
-auto eventually(Pred pred) -> bool {
-  auto const until = std::chrono::steady_clock::now() + 10s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) {
-      return false;
-    }
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
-}
+using spindle_test::eventually;
 
 TEST(Semaphore, PermitsReturnWhenTheGuardGoes) {
   spindle::semaphore s(3);
@@ -108,20 +98,18 @@ TEST(Semaphore, WaitersAreServedInOrder) {
   // Three threads queue one after the other; releases serve them first come, first served.
   spindle::semaphore s(0);
   std::vector<int> order;
-  std::atomic<int> queued{0};
   std::vector<std::thread> threads;
   std::mutex order_mutex;
   for (int i = 0; i < 3; ++i) {
     threads.emplace_back([&, i] {
-      ++queued;
       auto p = s.acquire();
       std::lock_guard lock(order_mutex);
       order.push_back(i);
       p.forget();
     });
     // Let thread i queue before thread i + 1 starts (the wait budget yields ~100 us first).
-    ASSERT_TRUE(eventually([&] { return queued.load() == i + 1; }));
-    std::this_thread::sleep_for(20ms);
+    // Thread i is in line before thread i + 1 starts.
+    ASSERT_TRUE(eventually([&] { return s.waiting() == static_cast<std::size_t>(i + 1); }));
   }
   for (int i = 0; i < 3; ++i) {
     s.release();
@@ -137,29 +125,22 @@ TEST(Semaphore, WaitersAreServedInOrder) {
 }
 
 TEST(Semaphore, AWaiterForManyIsNotOvertakenByWaitersForFew) {
-  // A waiter for 3 queues first; a waiter for 1 behind it waits too, although single permits
-  // come back one at a time: the first gets all 3 before the second gets any.
+  // A waiter for 3 queues first, a waiter for 1 behind it. Single permits come back one at a
+  // time: the first collects them while the second waits, although one permit would do for it.
   spindle::semaphore s(0);
-  std::atomic<int> stage{0};
-  std::thread big([&] {
-    auto p = s.acquire(3);
-    int expected = 0;
-    stage.compare_exchange_strong(expected, 1);
-  });
-  std::this_thread::sleep_for(20ms);
-  std::thread small([&] {
-    auto p = s.acquire(1);
-    int expected = 1;
-    stage.compare_exchange_strong(expected, 2);
-  });
-  std::this_thread::sleep_for(20ms);
-  for (int i = 0; i < 4; ++i) {
-    s.release();
-    std::this_thread::sleep_for(2ms);
-  }
+  std::thread big([&] { auto p = s.acquire(3); });
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+  std::thread small([&] { auto p = s.acquire(1); });
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 2; }));
+  s.release();
+  EXPECT_EQ(s.waiting(), 2U);  // the permit went to the first in line
+  s.release();
+  EXPECT_EQ(s.waiting(), 2U);
+  s.release();
+  EXPECT_LE(s.waiting(), 1U);  // the first is complete
+  s.release();
   big.join();
   small.join();
-  EXPECT_EQ(stage.load(), 2);
   EXPECT_EQ(s.available(), 4U);
 }
 

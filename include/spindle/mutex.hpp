@@ -157,6 +157,8 @@ class mutex : private detail::lock_forms {
 
   /// Whether the lock is held or waited for (a snapshot).
   [[nodiscard]] auto is_locked() const noexcept -> bool { return sem_.available() == 0; }
+  /// How many parties wait for the lock now (a snapshot).
+  [[nodiscard]] auto waiting() const noexcept -> std::size_t { return sem_.waiting(); }
 
  private:
   template <class F>
@@ -249,6 +251,9 @@ class shared_mutex : private detail::lock_forms {
       -> detail::acquire_awaiter<mutex_guard, detail::timeout_case<detail::no_handler>> {
     return async_lock_n(1, detail::to_steady(deadline));
   }
+
+  /// How many parties, readers and writers, wait for the lock now (a snapshot).
+  [[nodiscard]] auto waiting() const noexcept -> std::size_t { return sem_.waiting(); }
 
  private:
   template <class F>

@@ -71,6 +71,9 @@ class notify {
   /// Wakes every waiter waiting now; stores nothing.
   void notify_all() noexcept { sem_.grant_all(); }
 
+  /// How many parties wait now (a snapshot).
+  [[nodiscard]] auto waiting() const noexcept -> std::size_t { return sem_.waiting(); }
+
   /// Blocks the calling thread until notified (or consumes the stored permit).
   void wait() { static_cast<void>(detail::acquire_blocking<detail::consumed_permit>(sem_, 1)); }
   /// As wait(); false once stop is requested on `stop` first.

@@ -149,6 +149,8 @@ class semaphore {
 
   /// The permits free now: 0 while anyone waits (a snapshot).
   [[nodiscard]] auto available() const noexcept -> std::size_t { return sem_.available(); }
+  /// How many parties wait for permits now (a snapshot).
+  [[nodiscard]] auto waiting() const noexcept -> std::size_t { return sem_.waiting(); }
 
  private:
   template <class F>

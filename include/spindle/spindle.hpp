@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-// The umbrella header: every public spindle header.
+// The umbrella header: every public spindle header but spindle/asio.hpp, which needs Asio
+// (include it where Asio is installed; the library itself never depends on Asio).
 
 #include <spindle/algorithms.hpp>
 #include <spindle/async.hpp>

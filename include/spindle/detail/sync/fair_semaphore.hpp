@@ -131,7 +131,7 @@ class fair_semaphore {
       if ((s & queued) != 0) {
         // Permits are 0 while `queued` is set (INVARIANT): wait in line.
         grant.assigned = 0;
-        queue_.push(e);
+        push_locked(e);
         return false;
       }
       if ((s >> 1U) >= grant.need) {
@@ -141,7 +141,7 @@ class fair_semaphore {
       if (state_.compare_exchange_weak(s, queued, std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
         grant.assigned = s >> 1U;
-        queue_.push(e);
+        push_locked(e);
         return false;
       }
     }
@@ -156,7 +156,7 @@ class fair_semaphore {
     wait_entry* chain = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (!queue_.remove(e)) {
+      if (!remove_locked(e)) {
         return;
       }
       auto& grant = *static_cast<semaphore_grant*>(e.packet);
@@ -183,7 +183,7 @@ class fair_semaphore {
         back += grant.assigned;
         grant.assigned = grant.need;
         bool const granted = e->owner->try_select(e->operation());
-        queue_.remove(*e);
+        static_cast<void>(remove_locked(*e));
         if (granted) {
           e->next = chain;
           chain = e;
@@ -202,6 +202,13 @@ class fair_semaphore {
     return state_.load(std::memory_order_acquire) >> 1U;
   }
 
+  /// How many waiters are queued (a snapshot: for metrics, and for tests that must know a
+  /// waiter is in line before they go on).
+  [[nodiscard]] auto waiting() const noexcept -> std::size_t {
+    // relaxed: a statistic; nothing is read through it.
+    return queued_count_.load(std::memory_order_relaxed);
+  }
+
   /// Whether some queued waiter still waits for a wake: a snapshot without the lock, valid only
   /// when every thread is quiescent (the model tests' liveness checks).
   [[nodiscard]] auto waiting_at_quiescence() const noexcept -> bool {
@@ -210,6 +217,23 @@ class fair_semaphore {
 
  private:
   static constexpr std::uintptr_t queued = 1;
+
+  /// queue_.push and queue_.remove, counted. Preconditions: mutex_ is held.
+  void push_locked(wait_entry& e) noexcept {
+    queue_.push(e);
+    // relaxed: written under mutex_, read as a statistic (waiting()).
+    queued_count_.store(queued_count_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+  }
+  auto remove_locked(wait_entry& e) noexcept -> bool {
+    if (!queue_.remove(e)) {
+      return false;
+    }
+    // relaxed: as in push_locked().
+    queued_count_.store(queued_count_.load(std::memory_order_relaxed) - 1,
+                        std::memory_order_relaxed);
+    return true;
+  }
 
   /// Gives `n` permits to the queued waiters in order and the rest to the word; returns the
   /// chain of waiters completed, to be woken once the lock is released. `fits` becomes false
@@ -225,7 +249,7 @@ class fair_semaphore {
         // back and unlink it; its owner's unwatch() finds it unlinked.
         n += grant.assigned;
         grant.assigned = 0;
-        queue_.remove(*e);
+        static_cast<void>(remove_locked(*e));
         continue;
       }
       std::size_t const give = grant.need - grant.assigned < n ? grant.need - grant.assigned : n;
@@ -236,14 +260,14 @@ class fair_semaphore {
         return chain;
       }
       if (e->owner->try_select(e->operation())) {
-        queue_.remove(*e);
+        static_cast<void>(remove_locked(*e));
         e->next = chain;
         chain = e;
       } else {
         // It stopped waiting after the check above: as before, take its permits back.
         n += grant.assigned;
         grant.assigned = 0;
-        queue_.remove(*e);
+        static_cast<void>(remove_locked(*e));
       }
     }
     // The queue is empty: clear `queued`, then put the rest into the word.
@@ -293,6 +317,8 @@ class fair_semaphore {
   atomic<std::uintptr_t> state_;
   mutex mutex_;
   wait_queue queue_;
+  // The length of queue_; written under mutex_.
+  atomic<std::size_t> queued_count_{0};
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
