@@ -2,22 +2,20 @@
 #pragma once
 // Acquiring permits of a fair semaphore (detail/sync/fair_semaphore.hpp) as a select case, and
 // the three ways to wait on it that every primitive built on the semaphore offers: a thread
-// blocks (the select loop of detail/select/select_loop.hpp), a coroutine suspends (the select
-// awaiter of detail/coro/select_awaiter.hpp), and a select waits on it beside channel cases.
-// So a mutex, a shared mutex and a semaphore are one protocol and one wait list, with a timeout
-// and a stop token in every form.
+// blocks (acquire_blocking_until below, the park loop of a blocked channel operation), a
+// coroutine suspends (the select awaiter of detail/coro/select_awaiter.hpp), and a select waits
+// on it beside channel cases. So a mutex, a shared mutex, a semaphore and a notify are one
+// protocol and one wait list, with a timeout and a stop token in every form.
 
 #include <spindle/detail/channel/park.hpp>
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/coro/select_awaiter.hpp>
 #include <spindle/detail/select/cases.hpp>
-#include <spindle/detail/select/select_loop.hpp>
 #include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/fair_semaphore.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
