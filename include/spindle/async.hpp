@@ -25,6 +25,7 @@
 // Examples: examples/coro_pipeline.cpp, tests/async_test.cpp.
 
 #include <spindle/channel.hpp>
+#include <spindle/detail/coro/cancel.hpp>
 #include <spindle/detail/coro/channel_awaiters.hpp>
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/coro/timer.hpp>
@@ -33,6 +34,7 @@
 #include <spindle/detail/sync/deadline.hpp>
 #include <spindle/select.hpp>
 #include <spindle/task.hpp>
+#include <spindle/task_traits.hpp>
 
 #include <chrono>
 #include <coroutine>
@@ -63,54 +65,19 @@ auto async_select_biased(Cases&&... cases)
 }
 
 namespace detail {
-/// `co_await sleep_until(t)`: a timer entry that resumes the coroutine on its target.
-class sleep_awaiter {
- public:
-  explicit sleep_awaiter(steady_time when) noexcept : when_(when) {}
-  sleep_awaiter(sleep_awaiter const&) = delete;
-  auto operator=(sleep_awaiter const&) -> sleep_awaiter& = delete;
-  sleep_awaiter(sleep_awaiter&& other) noexcept : when_(other.when_) {}
-
-  [[nodiscard]] auto await_ready() const noexcept -> bool {
-    return std::chrono::steady_clock::now() >= when_;
-  }
-
-  /// Throws: std::bad_alloc when the timer's heap cannot grow (the coroutine continues with
-  /// it); std::system_error if the timer thread cannot start.
-  template <class Promise>
-  void await_suspend(std::coroutine_handle<Promise> h) {
-    where_ = target_of(h);
-    node_.handle = h;
-    entry_.when = when_;
-    entry_.fire = &fire;
-    entry_.context = this;
-    timer_service::instance().add(entry_);
-  }
-
-  void await_resume() const noexcept {}
-
- private:
-  static void fire(timer_entry* e) noexcept {
-    auto* self = static_cast<sleep_awaiter*>(e->context);
-    resume_on(self->where_, self->node_);
-  }
-
-  steady_time when_;
-  resume_target* where_ = nullptr;
-  timer_entry entry_;
-  resume_node node_;
-};
-
-/// `co_await sleep_for(d, stop)`: a sleep that a stop request ends early; the result says
-/// which ended it (true: the deadline passed; false: stop was requested first).
+/// `co_await sleep_for(d[, stop])`: a sleep that a stop request or the coroutine's cancellation
+/// (detail/coro/cancel.hpp) ends early. With a stop token the result says which ended it (true:
+/// the deadline passed; false: stop was requested first); cancellation throws task_cancelled.
 ///
-/// Two parties may end the sleep: the timer entry's fire (timer thread) and the stop
-/// callback (the thread that requests stop). `state_` is moved once away from `sleeping`, by
-/// CAS, to `slept` or `stopped`: the winner alone resumes the coroutine, so it is resumed
-/// exactly once. A stop winner first cancels the timer entry (cancel() waits for a fire that
-/// lost the CAS to return), so no party touches the awaiter after the coroutine resumes; the
-/// stop callback itself is destroyed with the awaiter, whose destructor waits for a callback
-/// running on another thread (std::stop_callback's contract).
+/// Up to three parties may end the sleep: the timer entry's fire (timer thread), the stop
+/// callback (the thread that requests stop) and the cancellation hook (the thread that cancels).
+/// `state_` is moved once away from `sleeping`, by CAS, to `slept`, `stopped` or `cancelled`:
+/// the winner alone resumes the coroutine, so it is resumed exactly once. A stop or cancel
+/// winner first cancels the timer entry (cancel() waits for a fire that lost the CAS to
+/// return), so no party touches the awaiter after the coroutine resumes; the stop callback
+/// itself is destroyed with the awaiter, whose destructor waits for a callback running on
+/// another thread (std::stop_callback's contract), and the cancellation hook is disarmed in
+/// await_resume, which waits for a hook that is running.
 ///
 /// The winner may come while await_suspend is still setting up (the timer fires at once, or
 /// stop is requested while the callback is registered, possibly inline in its constructor):
@@ -154,37 +121,58 @@ class stoppable_sleep_awaiter {
     entry_.fire = &fire;
     entry_.context = this;
     timer_service::instance().add(entry_);
-    // May run on_stop at once (stop requested meanwhile); a stop requested later runs it on
-    // the requesting thread.
-    callback_.emplace(stop_, on_stop{this});
+    // Armed after the timer entry is queued: a cancellation that wins must find it to cancel.
+    cancel_.bind(cancel_slot_of(h), &on_cancel, this);
+    if (!cancel_.arm()) {
+      end_early(cancelled);
+    }
+    if (stop_.stop_possible()) {
+      // May run on_stop at once (stop requested meanwhile); a stop requested later runs it on
+      // the requesting thread.
+      callback_.emplace(stop_, on_stop{this});
+    }
     // Second arrival: the winner came during the set-up and left the coroutine to us.
     return !arrive();
   }
 
   /// True if the sleep lasted until its deadline, false if stop ended it first.
-  auto await_resume() const noexcept -> bool {
+  /// Throws: task_cancelled when the coroutine's cancellation ended it.
+  auto await_resume() -> bool {
+    cancel_.disarm();
     // relaxed: the winner's CAS came before its arrival, which the continuing party acquired
-    // (or await_ready wrote it on this thread).
-    return state_.load(std::memory_order_relaxed) != stopped;
+    // (or this thread wrote it).
+    std::uint8_t const outcome = state_.load(std::memory_order_relaxed);
+    if (outcome == cancelled) {
+      throw task_cancelled();
+    }
+    return outcome != stopped;
   }
 
  private:
   static constexpr std::uint8_t sleeping = 0;
   static constexpr std::uint8_t slept = 1;
   static constexpr std::uint8_t stopped = 2;
+  static constexpr std::uint8_t cancelled = 3;
 
   struct on_stop {
     stoppable_sleep_awaiter* self;
-    void operator()() const noexcept {
-      if (!self->win(stopped)) {
-        return;
-      }
-      // The entry fires no more once this returns (a fire running now lost the CAS above and
-      // touches nothing after it).
-      static_cast<void>(timer_service::instance().cancel(self->entry_));
-      self->finish();
-    }
+    void operator()() const noexcept { self->end_early(stopped); }
   };
+
+  static void on_cancel(cancel_hook* h) noexcept {
+    static_cast<stoppable_sleep_awaiter*>(h->context)->end_early(cancelled);
+  }
+
+  /// Stop or cancellation: ends the sleep unless another party did.
+  void end_early(std::uint8_t outcome) noexcept {
+    if (!win(outcome)) {
+      return;
+    }
+    // The entry fires no more once this returns (a fire running now lost the CAS above and
+    // touches nothing after it).
+    static_cast<void>(timer_service::instance().cancel(entry_));
+    finish();
+  }
 
   static void fire(timer_entry* e) noexcept {
     auto* self = static_cast<stoppable_sleep_awaiter*>(e->context);
@@ -227,7 +215,16 @@ class stoppable_sleep_awaiter {
   resume_node node_;
   atomic<std::uint8_t> state_{sleeping};
   atomic<std::uint8_t> arrivals_{0};
+  cancel_link cancel_;
   std::optional<std::stop_callback<on_stop>> callback_;
+};
+
+/// `co_await sleep_until(t)`: the sleep above without a stop token; void.
+class sleep_awaiter : public stoppable_sleep_awaiter {
+ public:
+  explicit sleep_awaiter(steady_time when) noexcept : stoppable_sleep_awaiter(when, {}) {}
+  /// Throws: task_cancelled when the coroutine's cancellation ended the sleep.
+  void await_resume() { static_cast<void>(stoppable_sleep_awaiter::await_resume()); }
 };
 }  // namespace detail
 

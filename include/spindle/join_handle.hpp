@@ -23,6 +23,7 @@
 // Thread safety: a handle is a move-only value; use one handle from one thread at a time.
 // Example: tests/executor_test.cpp (Example).
 
+#include <spindle/detail/coro/cancel.hpp>
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/executor_core.hpp>
@@ -70,11 +71,18 @@ class [[nodiscard]] join_handle {
   }
 
   /// Cancels the task if it has not started yet. Returns true when it never will: its
-  /// callable has been destroyed, on this thread, before cancel() returns, and join() throws
-  /// spindle::task_cancelled at once. Returns false when the task has started or finished (it
-  /// runs to its end and join() gives its outcome), for an empty handle, and for a coroutine
-  /// (ex.spawn(task)), which ends early through a std::stop_token instead. A cancelled task
-  /// still leaves its small record in the queue until a worker passes it (no callable is run).
+  /// callable (or a coroutine's frame) has been destroyed, on this thread, before cancel()
+  /// returns, and join() throws spindle::task_cancelled at once. For a callable, returns false
+  /// when the task has started or finished (it runs to its end and join() gives its outcome),
+  /// and for an empty handle. A cancelled task still leaves its small record in the queue until
+  /// a worker passes it (nothing is run).
+  ///
+  /// A coroutine (ex.spawn(task)) can also be cancelled after it started: cancel() then returns
+  /// true when the request reached it before it ended. The spindle awaitable it is suspended in
+  /// (a channel operation, a select, a sleep, a sync primitive, a join handle, when_all ...), or
+  /// the next one that would suspend, ends by throwing spindle::task_cancelled into it
+  /// (detail/coro/cancel.hpp); a ready operation still completes. Unless the coroutine catches
+  /// it, join() then throws task_cancelled.
   ///
   /// Thread safety: as the other members, one thread at a time per handle; it races safely
   /// with the worker that is about to start the task.
@@ -123,18 +131,28 @@ class [[nodiscard]] join_handle {
       return h_->state_->done.is_set();
     }
 
+    /// The awaiting coroutine's cancellation (detail/coro/cancel.hpp) is passed on to the
+    /// awaited task (its cancel()), and the coroutine still waits for it to end: join then
+    /// gives the task's outcome, task_cancelled unless it finished first.
     template <class Promise>
     auto await_suspend(std::coroutine_handle<Promise> c) noexcept -> bool {
       where_ = detail::target_of(c);
       node_.handle = c;
       hook_.fire = &fire;
       hook_.context = this;
-      // Once armed, set() may resume the coroutine on another thread at once: nothing of the
-      // awaiter is touched after a successful arm.
+      cancel_.bind(detail::cancel_slot_of(c), &forward_cancel, this);
+      if (!cancel_.arm()) {
+        static_cast<void>(h_->state_->cancel());
+      }
+      // Once armed, set() may resume the coroutine on another thread at once; the cancellation
+      // hook is disarmed in await_resume, which waits for a hook that is running.
       return h_->state_->done.arm_hook(&hook_);
     }
 
-    auto await_resume() -> R { return h_->join(); }
+    auto await_resume() -> R {
+      cancel_.disarm();
+      return h_->join();
+    }
 
    private:
     static void fire(detail::completion_hook* hook) noexcept {
@@ -142,7 +160,12 @@ class [[nodiscard]] join_handle {
       detail::resume_on(self->where_, self->node_);
     }
 
+    static void forward_cancel(detail::cancel_hook* hook) noexcept {
+      static_cast<void>(static_cast<awaiter*>(hook->context)->h_->state_->cancel());
+    }
+
     join_handle* h_;
+    detail::cancel_link cancel_;
     detail::resume_target* where_ = nullptr;
     detail::completion_hook hook_;
     detail::resume_node node_;

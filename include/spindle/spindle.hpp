@@ -21,5 +21,7 @@
 #include <spindle/semaphore.hpp>
 #include <spindle/task.hpp>
 #include <spindle/task_group.hpp>
+#include <spindle/task_scope.hpp>
 #include <spindle/task_traits.hpp>
 #include <spindle/version.hpp>
+#include <spindle/when.hpp>

@@ -185,6 +185,7 @@ class [[nodiscard]] task {
       auto& p = h_.promise();
       p.continuation = parent;
       p.where = detail::target_of(parent);
+      p.cancel = detail::cancel_slot_of(parent);
       return h_;
     }
     auto await_resume() -> T { return h_.promise().take(); }

@@ -45,10 +45,12 @@ concept stoppable_task_callable =
       std::move_constructible<std::invoke_result_t<std::decay_t<Fn>&, std::stop_token>>));
 
 /// What join_handle::join() throws for a task that join_handle::cancel() cancelled before it
-/// started.
+/// started, and what a spindle awaitable throws into a coroutine whose cancellation was
+/// requested while it waited there (detail/coro/cancel.hpp; join_handle::cancel, when_all,
+/// when_any, timeout, task_scope).
 class task_cancelled : public std::runtime_error {
  public:
-  task_cancelled() : std::runtime_error("spindle: the task was cancelled before it started") {}
+  task_cancelled() : std::runtime_error("spindle: the task was cancelled") {}
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -6,7 +6,15 @@
 // into the node, frees the frame, sets the completion and drops the executor's reference: the
 // node outlives the coroutine, so a join_handle behaves the same for a coroutine as for a
 // function.
+//
+// Cancellation (join_handle::cancel): the node holds the coroutine's cancellation slot
+// (cancel.hpp), which the whole chain of tasks it awaits shares. Before it starts, a cancel
+// wins the same election as for a function (shared_result): the frame is destroyed unrun and
+// join throws task_cancelled. After it started, a cancel requests on the slot: the awaitable
+// the coroutine waits in (or its next wait) throws task_cancelled into it. The slot is closed
+// when the coroutine ends, so a later cancel returns false.
 
+#include <spindle/detail/coro/cancel.hpp>
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/executor/task_pool.hpp>
@@ -21,14 +29,23 @@ template <class R>
 class coro_root final : public task, public shared_result<R> {
  public:
   coro_root(spindle::task<R>&& t, resume_target* where) noexcept
-      : task(&start), shared_result<R>(&destroy), t_(std::move(t)), where_(where) {}
+      : task(&start),
+        shared_result<R>(&destroy, &cancel_unstarted, &cancel_started),
+        t_(std::move(t)),
+        where_(where) {}
 
  private:
   static void start(task* n) noexcept {
     auto* self = static_cast<coro_root*>(n);
+    if (!self->try_start()) {
+      // Cancelled before it started: the canceller destroyed the frame and set the outcome.
+      self->release();
+      return;
+    }
     auto h = task_access::handle(self->t_);
     auto& p = h.promise();
     p.where = self->where_;
+    p.cancel = &self->slot_;
     // Bound while it lives (resume.hpp, Accounting); unbound in its final_suspend. This runs on
     // a worker of the executor, which cannot terminate meanwhile.
     self->where_->bind();
@@ -44,6 +61,7 @@ class coro_root final : public task, public shared_result<R> {
     auto h = task_access::handle(self->t_);
     auto take = [&h] { return h.promise().take(); };
     self->result.run(take);
+    self->slot_.close();
     // The frame (and every local of the coroutine) dies on the worker, before the joiner may
     // return; the coroutine is suspended at its final point, where destroying it is allowed.
     self->t_ = spindle::task<R>();
@@ -53,8 +71,20 @@ class coro_root final : public task, public shared_result<R> {
 
   static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<coro_root*>(s)); }
 
+  static void cancel_unstarted(shared_result<R>* s) noexcept {
+    auto* self = static_cast<coro_root*>(s);
+    self->t_ = spindle::task<R>();
+    self->result.set_error(std::make_exception_ptr(spindle::task_cancelled()));
+    self->done.set();
+  }
+
+  static auto cancel_started(shared_result<R>* s) noexcept -> bool {
+    return static_cast<coro_root*>(s)->slot_.request();
+  }
+
   spindle::task<R> t_;
   resume_target* where_;
+  cancel_slot slot_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -27,6 +27,7 @@
 // the coroutine runs on. A coroutine of another library has none; its awaiters then resume it
 // on the waker's thread (documented in task.hpp).
 
+#include <spindle/detail/coro/cancel.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/config.hpp>
 
@@ -86,6 +87,9 @@ struct promise_base {
   resume_target* where = nullptr;
   /// The target this coroutine is bound to (counted by), if any; unbound when it ends.
   resume_target* counted = nullptr;
+  /// The cancellation slot of the coroutine's chain (cancel.hpp), inherited like `where`; null
+  /// when nothing can cancel it.
+  cancel_slot* cancel = nullptr;
 };
 
 /// The target of the coroutine `h`, or null for a coroutine that is not spindle's.
@@ -93,6 +97,18 @@ template <class Promise>
 auto target_of(std::coroutine_handle<Promise> h) noexcept -> resume_target* {
   if constexpr (std::is_base_of_v<promise_base, Promise>) {
     return h.promise().where;
+  } else {
+    static_cast<void>(h);
+    return nullptr;
+  }
+}
+
+/// The cancellation slot of the coroutine `h`, or null (a coroutine that is not spindle's, or
+/// one nothing can cancel).
+template <class Promise>
+auto cancel_slot_of(std::coroutine_handle<Promise> h) noexcept -> cancel_slot* {
+  if constexpr (std::is_base_of_v<promise_base, Promise>) {
+    return h.promise().cancel;
   } else {
     static_cast<void>(h);
     return nullptr;

@@ -10,14 +10,20 @@
 //   - a fresh waiter whose wake is a callback (wake_thunk), not a parker; the deadline, if any,
 //     goes to the timer (detail/coro/timer.hpp), whose entry aborts the waiter;
 //   - watch every case, re-check readiness, abort if ready (as a thread does);
+//   - arm the coroutine's cancellation hook (detail/coro/cancel.hpp), which aborts the waiter as
+//     the deadline does; a coroutine cancelled already does not wait;
 //   - suspend: arrive at `arrivals_`.
 // The waker arrives at `arrivals_` too (wake_thunk). Two arrivals per round: whoever arrives
 // second continues the select, so that the round's set-up (which reads the awaiter after the
 // entries became visible to wakers) never overlaps the resumption of the coroutine on another
 // thread, and the coroutine is resumed exactly once per round. If the waker is second, it hands
 // the resume node to the coroutine's target (an executor queues it as a task); the node then
-// finishes the round (cancels the timer, unwatches, accepts) and either resumes the coroutine or
-// starts another round, still suspended.
+// finishes the round (cancels the timer, disarms the cancellation hook, unwatches, accepts) and
+// either resumes the coroutine or starts another round, still suspended.
+//
+// Cancellation: a ready case still wins over a cancellation request (as a value ready in time
+// wins over a deadline). When no case was chosen and the coroutine's cancellation was
+// requested, the awaitable ends by throwing spindle::task_cancelled from await_resume.
 //
 // Synchronization: `arrivals_` is an acq_rel counter: the second arrival sees what the first
 // did before arriving (the selector's hand-off into a packet, the set-up's registrations).
@@ -26,6 +32,7 @@
 // Memory: the awaiter lives in the coroutine frame: the cases, one waiter, one resume node, and
 // a timer entry only when a case has a deadline; nothing is allocated per operation.
 
+#include <spindle/detail/coro/cancel.hpp>
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/coro/timer.hpp>
 #include <spindle/detail/select/cases.hpp>
@@ -33,6 +40,7 @@
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
+#include <spindle/task_traits.hpp>
 
 #include <array>
 #include <coroutine>
@@ -75,6 +83,7 @@ class select_awaiter_base {
     where_ = target_of(h);
     node_.handle = h;
     node_.context = this;
+    cancel_.bind(cancel_slot_of(h), &cancel_thunk, this);
     if constexpr (timed) {
       timer_.context = this;
     }
@@ -124,7 +133,10 @@ class select_awaiter_base {
           timer_armed_ = true;
         }
       }
-      bool const ready = cases.watch_all(*waiter_);
+      bool ready = cases.watch_all(*waiter_);
+      if (!cancel_.arm()) {
+        ready = true;
+      }
       if (ready && waiter_->try_select(waiter::aborted)) {
         if (finish_round()) {
           return true;
@@ -151,6 +163,7 @@ class select_awaiter_base {
         timer_armed_ = false;
       }
     }
+    cancel_.disarm();
     case_list cases = list();
     std::size_t const winner = cases.unwatch_all(waiter_->selected());
     if (winner != no_case && ptrs_[winner]->accept()) {
@@ -158,7 +171,19 @@ class select_awaiter_base {
       return true;
     }
     chosen_ = cases.try_round(biased_);
+    if (chosen_ == no_case && cancel_.requested()) {
+      error_ = std::make_exception_ptr(task_cancelled());
+      return true;
+    }
     return chosen_ != no_case;
+  }
+
+  /// The coroutine's cancellation was requested: abort the waiter unless a waker won it first.
+  static void cancel_thunk(cancel_hook* h) noexcept {
+    auto* self = static_cast<select_awaiter_base*>(h->context);
+    if (self->waiter_->try_select(waiter::aborted)) {
+      self->waiter_->wake();
+    }
   }
 
   /// The waiter's wake: the second arrival of the round continues it.
@@ -211,6 +236,7 @@ class select_awaiter_base {
   resume_target* where_ = nullptr;
   [[no_unique_address]] std::conditional_t<timed, timer_entry, no_timer> timer_;
   resume_node node_;
+  cancel_link cancel_;
   std::exception_ptr error_;
 };
 

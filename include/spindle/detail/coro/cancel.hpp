@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+// Cancellation that reaches a suspended coroutine: the slot every spawned coroutine (and every
+// child of when_all, when_any and timeout) owns, and the hook a spindle awaitable arms in it
+// while the coroutine is suspended there.
+//
+// A coroutine chain (a spawned coroutine and the tasks it awaits, one inside the other) is
+// suspended in at most one awaitable at a time, so one slot per chain holds at most one hook.
+// The tasks of a chain share their root's slot: a task awaited by another inherits it, as it
+// inherits the target it runs on (resume.hpp). `join_handle::cancel()` requests cancellation on
+// the slot; the awaitable the coroutine is suspended in, or the next one that would suspend,
+// then ends by throwing spindle::task_cancelled (as stdexec's stop requests end a sender with
+// set_stopped, and folly::coro's awaitables throw OperationCancelled). A coroutine that catches
+// it may go on; its later waits end the same way at once.
+//
+// State: one word, `word_` = hook pointer | bits.
+//   - arm(h) (the suspended coroutine's awaitable): CAS 0 -> h. Fails when cancellation was
+//     requested already: the awaitable then does not wait.
+//   - request() (any thread): sets `requested`. If a hook is armed, the same CAS removes it and
+//     sets `busy`; the requester runs the hook (which aborts the wait: one try_select on the
+//     awaitable's waiter, as a deadline does) and then clears `busy`.
+//   - disarm(h) (the awaitable, when its wait has ended for any reason): CAS h -> 0; if that
+//     fails a requester took the hook, and disarm waits until `busy` is clear, so the hook never
+//     runs on an awaitable that has already returned to the coroutine.
+//   - close() (the coroutine ended): later requests report that they came too late.
+// Each of request, arm and disarm is one CAS on the word when nobody races, so a suspension
+// costs two uncontended RMWs on a line only the coroutine's chain touches.
+//
+// Happens-before: arm's release publishes the hook to the requester's acquire; the requester's
+// release when it clears `busy` pairs with disarm's acquire, so what the hook did is visible
+// to the coroutine before it continues. Model tests: tests/model/cancel_test.cpp.
+
+#include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/config.hpp>
+
+#include <coroutine>
+#include <cstdint>
+#include <type_traits>
+
+namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
+
+/// What an awaitable arms while its coroutine is suspended in it: run once by the requester.
+struct cancel_hook {
+  void (*fire)(cancel_hook* self) noexcept = nullptr;
+  void* context = nullptr;
+};
+
+class cancel_slot {
+ public:
+  cancel_slot() noexcept = default;
+  cancel_slot(cancel_slot const&) = delete;
+  auto operator=(cancel_slot const&) -> cancel_slot& = delete;
+
+  /// Requests cancellation. True when this call was the first request and the coroutine had
+  /// not ended (close()); a hook armed now has run when it returns.
+  auto request() noexcept -> bool {
+    // acquire: pairs with arm()'s release; the hook read below is the armed one.
+    std::uintptr_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((w & (requested_bit | closed_bit)) != 0) {
+        return false;
+      }
+      std::uintptr_t const hook = w & ~bits;
+      std::uintptr_t const next = hook == 0 ? requested_bit : (requested_bit | busy_bit);
+      // acq_rel: acquire as above; release publishes `requested` to requested() and arm().
+      if (word_.compare_exchange_weak(w, next, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+        if (hook != 0) {
+          auto* const h = reinterpret_cast<cancel_hook*>(hook);
+          h->fire(h);
+          // release: pairs with disarm()'s acquire load; the hook's work happens before the
+          // awaitable returns to its coroutine.
+          word_.fetch_and(~busy_bit, std::memory_order_release);
+        }
+        return true;
+      }
+    }
+  }
+
+  /// Whether cancellation was requested.
+  [[nodiscard]] auto requested() const noexcept -> bool {
+    // acquire: pairs with request()'s release.
+    return (word_.load(std::memory_order_acquire) & requested_bit) != 0;
+  }
+
+  /// Arms `h` while the coroutine waits. False (nothing armed) when cancellation was requested.
+  [[nodiscard]] auto arm(cancel_hook* h) noexcept -> bool {
+    std::uintptr_t expected = 0;
+    // release: publishes the hook to request()'s acquire. acquire on failure: the requested bit
+    // (and whatever the requester did before) is seen.
+    if (word_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(h),
+                                      std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return true;
+    }
+    SPINDLE_ASSERT((expected & ~bits) == 0, "two awaitables armed in one cancellation slot");
+    return false;
+  }
+
+  /// Ends an arm(h). Returns true when a request took the hook (it has run by then).
+  auto disarm(cancel_hook* h) noexcept -> bool {
+    auto expected = reinterpret_cast<std::uintptr_t>(h);
+    // acquire on failure: see below. release on success: nothing to publish, but the word must
+    // not be reordered before the wait's last use of the hook.
+    if (word_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                      std::memory_order_acquire)) {
+      return false;
+    }
+    // A requester took the hook; wait until it has finished running it (a few instructions:
+    // a try_select and a wake).
+    // acquire: pairs with the requester's release when it clears `busy`.
+    while ((word_.load(std::memory_order_acquire) & busy_bit) != 0) {
+      thread_yield();
+    }
+    return true;
+  }
+
+  /// The coroutine ended: later requests return false.
+  void close() noexcept {
+    // release: orders the coroutine's end before a requester that sees `closed`.
+    word_.fetch_or(closed_bit, std::memory_order_release);
+  }
+
+ private:
+  static constexpr std::uintptr_t requested_bit = 1;
+  static constexpr std::uintptr_t busy_bit = 2;
+  static constexpr std::uintptr_t closed_bit = 4;
+  static constexpr std::uintptr_t bits = 7;
+  static_assert(alignof(cancel_hook) >= 8, "the low three bits of a hook's address are flags");
+
+  atomic<std::uintptr_t> word_{0};
+};
+
+/// An awaitable's link to its coroutine's slot: arm on suspension, disarm when the wait ends.
+/// A coroutine without a slot (not spindle's, or a root of sync_wait) is never cancelled.
+class cancel_link {
+ public:
+  cancel_link() noexcept = default;
+  cancel_link(cancel_link const&) = delete;
+  auto operator=(cancel_link const&) -> cancel_link& = delete;
+
+  void bind(cancel_slot* slot, void (*fire)(cancel_hook*) noexcept, void* context) noexcept {
+    slot_ = slot;
+    hook_.fire = fire;
+    hook_.context = context;
+  }
+  /// Arms the hook; false when the coroutine was cancelled already (nothing armed).
+  [[nodiscard]] auto arm() noexcept -> bool {
+    if (slot_ == nullptr) {
+      return true;
+    }
+    armed_ = slot_->arm(&hook_);
+    return armed_;
+  }
+  /// Ends the arm (waits for a hook that is running).
+  void disarm() noexcept {
+    if (armed_) {
+      armed_ = false;
+      static_cast<void>(slot_->disarm(&hook_));
+    }
+  }
+  /// Whether the coroutine was cancelled.
+  [[nodiscard]] auto requested() const noexcept -> bool {
+    return slot_ != nullptr && slot_->requested();
+  }
+
+ private:
+  cancel_slot* slot_ = nullptr;
+  alignas(8) cancel_hook hook_;
+  bool armed_ = false;
+};
+
+}  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
