@@ -159,8 +159,8 @@ class stoppable_sleep_awaiter {
     void operator()() const noexcept { self->end_early(stopped); }
   };
 
-  static void on_cancel(cancel_hook* h) noexcept {
-    static_cast<stoppable_sleep_awaiter*>(h->context)->end_early(cancelled);
+  static void on_cancel(void* self) noexcept {
+    static_cast<stoppable_sleep_awaiter*>(self)->end_early(cancelled);
   }
 
   /// Stop or cancellation: ends the sleep unless another party did.

@@ -160,8 +160,8 @@ class [[nodiscard]] join_handle {
       detail::resume_on(self->where_, self->node_);
     }
 
-    static void forward_cancel(detail::cancel_hook* hook) noexcept {
-      static_cast<void>(static_cast<awaiter*>(hook->context)->h_->state_->cancel());
+    static void forward_cancel(void* self) noexcept {
+      static_cast<void>(static_cast<awaiter*>(self)->h_->state_->cancel());
     }
 
     join_handle* h_;

@@ -239,9 +239,7 @@ class task_scope {
         co_await s->done_.async_wait();
       }
     }
-    static void forward_cancel(detail::cancel_hook* hook) noexcept {
-      static_cast<task_scope*>(hook->context)->cancel();
-    }
+    static void forward_cancel(void* scope) noexcept { static_cast<task_scope*>(scope)->cancel(); }
 
     task_scope* s_;
     task<void> waiting_;

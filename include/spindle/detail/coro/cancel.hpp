@@ -40,9 +40,10 @@
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 /// What an awaitable arms while its coroutine is suspended in it: run once by the requester.
+/// An awaitable derives from it (or holds a cancel_link) and finds itself from the pointer, so
+/// the hook costs a suspended coroutine's frame one word.
 struct cancel_hook {
   void (*fire)(cancel_hook* self) noexcept = nullptr;
-  void* context = nullptr;
 };
 
 class cancel_slot {
@@ -132,30 +133,32 @@ class cancel_slot {
 
 /// An awaitable's link to its coroutine's slot: arm on suspension, disarm when the wait ends.
 /// A coroutine without a slot (not spindle's, or a root of sync_wait) is never cancelled.
-class cancel_link {
+/// `fire(context)` runs when a request takes the hook.
+class cancel_link : private cancel_hook {
  public:
   cancel_link() noexcept = default;
   cancel_link(cancel_link const&) = delete;
   auto operator=(cancel_link const&) -> cancel_link& = delete;
 
-  void bind(cancel_slot* slot, void (*fire)(cancel_hook*) noexcept, void* context) noexcept {
+  void bind(cancel_slot* slot, void (*fire)(void* context) noexcept, void* context) noexcept {
     slot_ = slot;
-    hook_.fire = fire;
-    hook_.context = context;
+    on_fire_ = fire;
+    context_ = context;
+    cancel_hook::fire = &thunk;
   }
   /// Arms the hook; false when the coroutine was cancelled already (nothing armed).
   [[nodiscard]] auto arm() noexcept -> bool {
     if (slot_ == nullptr) {
       return true;
     }
-    armed_ = slot_->arm(&hook_);
+    armed_ = slot_->arm(this);
     return armed_;
   }
   /// Ends the arm (waits for a hook that is running).
   void disarm() noexcept {
     if (armed_) {
       armed_ = false;
-      static_cast<void>(slot_->disarm(&hook_));
+      static_cast<void>(slot_->disarm(this));
     }
   }
   /// Whether the coroutine was cancelled.
@@ -164,8 +167,14 @@ class cancel_link {
   }
 
  private:
+  static void thunk(cancel_hook* h) noexcept {
+    auto* self = static_cast<cancel_link*>(h);
+    self->on_fire_(self->context_);
+  }
+
   cancel_slot* slot_ = nullptr;
-  alignas(8) cancel_hook hook_;
+  void (*on_fire_)(void*) noexcept = nullptr;
+  void* context_ = nullptr;
   bool armed_ = false;
 };
 

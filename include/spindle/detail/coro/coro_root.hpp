@@ -29,10 +29,7 @@ template <class R>
 class coro_root final : public task, public shared_result<R> {
  public:
   coro_root(spindle::task<R>&& t, resume_target* where) noexcept
-      : task(&start),
-        shared_result<R>(&destroy, &cancel_unstarted, &cancel_started),
-        t_(std::move(t)),
-        where_(where) {}
+      : task(&start), shared_result<R>(&destroy, &cancel), t_(std::move(t)), where_(where) {}
 
  private:
   static void start(task* n) noexcept {
@@ -71,15 +68,16 @@ class coro_root final : public task, public shared_result<R> {
 
   static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<coro_root*>(s)); }
 
-  static void cancel_unstarted(shared_result<R>* s) noexcept {
+  /// Before the start: the frame is destroyed unrun. After: a request on the slot.
+  static auto cancel(shared_result<R>* s, bool started) noexcept -> bool {
     auto* self = static_cast<coro_root*>(s);
+    if (started) {
+      return self->slot_.request();
+    }
     self->t_ = spindle::task<R>();
     self->result.set_error(std::make_exception_ptr(spindle::task_cancelled()));
     self->done.set();
-  }
-
-  static auto cancel_started(shared_result<R>* s) noexcept -> bool {
-    return static_cast<coro_root*>(s)->slot_.request();
+    return true;
   }
 
   spindle::task<R> t_;

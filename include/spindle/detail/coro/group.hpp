@@ -120,8 +120,8 @@ class child_group {
     }
 
    private:
-    static void forward_cancel(cancel_hook* hook) noexcept {
-      static_cast<child_group*>(hook->context)->cancel_children();
+    static void forward_cancel(void* group) noexcept {
+      static_cast<child_group*>(group)->cancel_children();
     }
 
     child_group* g_;

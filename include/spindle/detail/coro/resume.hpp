@@ -103,6 +103,18 @@ auto target_of(std::coroutine_handle<Promise> h) noexcept -> resume_target* {
   }
 }
 
+/// The promise of the coroutine `h` as spindle's awaiters see it, or null for a coroutine that
+/// is not spindle's.
+template <class Promise>
+auto promise_of(std::coroutine_handle<Promise> h) noexcept -> promise_base* {
+  if constexpr (std::is_base_of_v<promise_base, Promise>) {
+    return &h.promise();
+  } else {
+    static_cast<void>(h);
+    return nullptr;
+  }
+}
+
 /// The cancellation slot of the coroutine `h`, or null (a coroutine that is not spindle's, or
 /// one nothing can cancel).
 template <class Promise>

@@ -57,7 +57,7 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 /// The select machinery of an awaiter over `Cases` (owned). `Derived::await_resume` maps the
 /// chosen case to the awaitable's result.
 template <class... Cases>
-class select_awaiter_base {
+class select_awaiter_base : private cancel_hook {
  public:
   explicit select_awaiter_base(bool biased, Cases&&... cases)
       : cases_(std::move(cases)...), biased_(biased) {}
@@ -80,10 +80,10 @@ class select_awaiter_base {
   /// Throws: std::bad_alloc when the timer's heap cannot grow (nothing is registered then).
   template <class Promise>
   auto await_suspend(std::coroutine_handle<Promise> h) -> bool {
-    where_ = target_of(h);
+    promise_ = promise_of(h);
     node_.handle = h;
     node_.context = this;
-    cancel_.bind(cancel_slot_of(h), &cancel_thunk, this);
+    cancel_hook::fire = &cancel_thunk;
     if constexpr (timed) {
       timer_.context = this;
     }
@@ -134,8 +134,11 @@ class select_awaiter_base {
         }
       }
       bool ready = cases.watch_all(*waiter_);
-      if (!cancel_.arm()) {
-        ready = true;
+      if (cancel_slot* const slot = cancel_slot_of_promise()) {
+        cancel_armed_ = slot->arm(this);
+        if (!cancel_armed_) {
+          ready = true;
+        }
       }
       if (ready && waiter_->try_select(waiter::aborted)) {
         if (finish_round()) {
@@ -163,7 +166,10 @@ class select_awaiter_base {
         timer_armed_ = false;
       }
     }
-    cancel_.disarm();
+    if (cancel_armed_) {
+      cancel_armed_ = false;
+      static_cast<void>(cancel_slot_of_promise()->disarm(this));
+    }
     case_list cases = list();
     std::size_t const winner = cases.unwatch_all(waiter_->selected());
     if (winner != no_case && ptrs_[winner]->accept()) {
@@ -171,16 +177,21 @@ class select_awaiter_base {
       return true;
     }
     chosen_ = cases.try_round(biased_);
-    if (chosen_ == no_case && cancel_.requested()) {
+    if (chosen_ == no_case && cancel_slot_of_promise() != nullptr &&
+        cancel_slot_of_promise()->requested()) {
       error_ = std::make_exception_ptr(task_cancelled());
       return true;
     }
     return chosen_ != no_case;
   }
 
+  [[nodiscard]] auto cancel_slot_of_promise() const noexcept -> cancel_slot* {
+    return promise_ != nullptr ? promise_->cancel : nullptr;
+  }
+
   /// The coroutine's cancellation was requested: abort the waiter unless a waker won it first.
   static void cancel_thunk(cancel_hook* h) noexcept {
-    auto* self = static_cast<select_awaiter_base*>(h->context);
+    auto* self = static_cast<select_awaiter_base*>(h);
     if (self->waiter_->try_select(waiter::aborted)) {
       self->waiter_->wake();
     }
@@ -194,7 +205,7 @@ class select_awaiter_base {
       return;
     }
     self->node_.run = &resumed;
-    resume_on(self->where_, self->node_);
+    resume_on(self->promise_ != nullptr ? self->promise_->where : nullptr, self->node_);
   }
 
   /// The deadline passed: abort the waiter unless a waker won it first.
@@ -233,10 +244,14 @@ class select_awaiter_base {
   atomic<std::uint32_t> arrivals_{0};
   bool biased_;
   bool timer_armed_ = false;
-  resume_target* where_ = nullptr;
+  bool cancel_armed_ = false;
+  // The suspended coroutine's promise (its target and its cancellation slot, resume.hpp and
+  // cancel.hpp; this awaiter is the hook it arms), or null for a coroutine not spindle's. Read
+  // through the promise rather than copied: a suspended coroutine's frame is its whole memory
+  // cost.
+  promise_base* promise_ = nullptr;
   [[no_unique_address]] std::conditional_t<timed, timer_entry, no_timer> timer_;
   resume_node node_;
-  cancel_link cancel_;
   std::exception_ptr error_;
 };
 

@@ -119,19 +119,19 @@ class result_slot {
 /// as the outcome and sets `done` itself, on the canceller's thread. Exactly one of the two
 /// exchanges succeeds, so the callable is either run (and destroyed by the worker) or
 /// destroyed unrun by the canceller, once either way. The node stays queued after a cancel:
-/// the worker that pops it finds `cancelled` and only drops its reference. A node that can be
-/// cancelled after it started (a spawned coroutine, detail/coro/coro_root.hpp) also passes
-/// `on_cancel_started`, called when the election finds the task started.
+/// the worker that pops it finds `cancelled` and only drops its reference. The node's
+/// `on_cancel` is called with `started` false after a won election; a node that can be
+/// cancelled after it started (a spawned coroutine, detail/coro/coro_root.hpp) is also called
+/// with `started` true when the election finds the task started, and says whether the request
+/// reached it. One function pointer for both keeps every task node a word smaller.
 template <class R>
 class shared_result {
  public:
   using destroy_fn = void (*)(shared_result*) noexcept;
-  using cancel_fn = void (*)(shared_result*) noexcept;
-  using cancel_started_fn = bool (*)(shared_result*) noexcept;
+  using cancel_fn = bool (*)(shared_result*, bool started) noexcept;
 
-  explicit shared_result(destroy_fn destroy, cancel_fn on_cancel = nullptr,
-                         cancel_started_fn on_cancel_started = nullptr) noexcept
-      : destroy_(destroy), cancel_(on_cancel), cancel_started_(on_cancel_started) {}
+  explicit shared_result(destroy_fn destroy, cancel_fn on_cancel = nullptr) noexcept
+      : destroy_(destroy), cancel_(on_cancel) {}
   shared_result(shared_result const&) = delete;
   auto operator=(shared_result const&) -> shared_result& = delete;
 
@@ -152,8 +152,9 @@ class shared_result {
     return start_.exchange(running, std::memory_order_relaxed) == unstarted;
   }
 
-  /// The handle's side: true if the task had not started and never will, or (a node with
-  /// `on_cancel_started`) if it had started and the request reached it before it ended.
+  /// The handle's side: true if the task had not started and never will, or (a node that can
+  /// be cancelled after it started) if it had started and the request reached it before it
+  /// ended.
   [[nodiscard]] auto cancel() noexcept -> bool {
     if (cancel_ == nullptr) {
       return false;
@@ -162,10 +163,9 @@ class shared_result {
     // relaxed: as in try_start().
     if (!start_.compare_exchange_strong(expected, cancelled, std::memory_order_relaxed,
                                         std::memory_order_relaxed)) {
-      return expected == running && cancel_started_ != nullptr && cancel_started_(this);
+      return expected == running && cancel_(this, true);
     }
-    cancel_(this);
-    return true;
+    return cancel_(this, false);
   }
 
   completion done;
@@ -182,7 +182,6 @@ class shared_result {
   atomic<std::uint8_t> start_{unstarted};
   destroy_fn destroy_;
   cancel_fn cancel_;
-  cancel_started_fn cancel_started_;
 };
 
 /// The heap node of `spawn`: the task, its callable and the shared result.
@@ -209,11 +208,16 @@ class spawned_task final : public task, public shared_result<R> {
 
   static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<spawned_task*>(s)); }
 
-  static void cancel_unstarted(shared_result<R>* s) noexcept {
+  /// A callable is cancelled only before it starts.
+  static auto cancel_unstarted(shared_result<R>* s, bool started) noexcept -> bool {
+    if (started) {
+      return false;
+    }
     auto* self = static_cast<spawned_task*>(s);
     self->fn_.reset();
     self->result.set_error(std::make_exception_ptr(task_cancelled()));
     self->done.set();
+    return true;
   }
 
   std::optional<Fn> fn_;
