@@ -15,9 +15,11 @@
 // when the scheduler chooses it, anywhere in the wait. The seeded bugs of this protocol are
 // mutants of the real code (`latch-*`, `barrier-*`, `phase-gate-*` in tools/mutate/mutants.txt)
 // that these tests kill.
+#include <spindle/async.hpp>
 #include <spindle/barrier.hpp>
 #include <spindle/latch.hpp>
 #include <spindle/select.hpp>
+#include <spindle/task.hpp>
 
 #include <gtest/gtest.h>
 
@@ -163,6 +165,40 @@ void barrier_drop_body() {
   model::check(b.waiting() == 0, "a wait left an entry queued");
 }
 
+/// A coroutine (run by sync_wait) and a thread are the two parties of a barrier over two
+/// phases; then the coroutine waits on a latch the thread opens. The coroutine's waits are the
+/// select awaiter on the same gate: resumed once per phase, after that phase's completion.
+void coroutine_body() {
+  spindle::detail::atomic<int> completions{0};
+  model::plain<int> published;
+  auto completion = [&]() noexcept {
+    published.set(published.get() + 1);
+    completions.fetch_add(1, std::memory_order_relaxed);
+  };
+  spindle::barrier b(2, completion);
+  spindle::latch l(1);
+  model::plain<int> done;
+  model::thread t([&] {
+    for (int phase = 0; phase < 2; ++phase) {
+      b.arrive_and_wait();
+      model::check(published.get() == phase + 1, "released before the completion ran");
+    }
+    done.set(1);
+    l.count_down();
+  });
+  spindle::sync_wait([](auto& bar, spindle::latch& lat, model::plain<int>& pub,
+                        model::plain<int>& fin) -> spindle::task<> {
+    for (int phase = 0; phase < 2; ++phase) {
+      co_await bar.async_arrive_and_wait();
+      model::check(pub.get() == phase + 1, "a coroutine resumed before the completion ran");
+    }
+    co_await lat.async_wait();
+    model::check(fin.get() == 1, "a coroutine resumed before the count_down");
+  }(b, l, published, done));
+  t.join();
+  model::check(completions.load(std::memory_order_relaxed) == 2, "a completion ran twice or never");
+}
+
 }  // namespace
 
 TEST(ModelLatchBarrier, LatchCountDownAndWaits) {
@@ -182,4 +218,8 @@ TEST(ModelLatchBarrier, BarrierSlowWaiterIsReleasedByItsOwnPhase) {
 
 TEST(ModelLatchBarrier, BarrierDropAndSelect) {
   explore_three("barrier(3): arrive_and_drop, select with a timeout", 111, 2000, barrier_drop_body);
+}
+
+TEST(ModelLatchBarrier, CoroutineAndThreadShareABarrierAndALatch) {
+  explore_three("barrier(2) and latch(1): a coroutine and a thread", 121, 2000, coroutine_body);
 }
