@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
@@ -167,6 +168,20 @@ TEST(Barrier, ASlowWaiterOfAPhaseIsReleasedByThatPhase) {
   auto const a1 = b.arrive();
   EXPECT_TRUE(b.wait_for(b1, 0ms));
   EXPECT_TRUE(b.wait_for(a1, 0ms));
+}
+
+TEST(Barrier, MayBeDestroyedOnceEveryPartyReturned) {
+  // The arrival that completes the last phase may still be returning when the other parties
+  // are released and the barrier is destroyed (its last access came before their waits ended).
+  // A sanitizer build reports a use after free if that ever breaks.
+  for (int i = 0; i < 500; ++i) {
+    auto b = std::make_unique<spindle::barrier<>>(2);
+    auto const t = b->arrive();
+    std::thread last([p = b.get()] { static_cast<void>(p->arrive()); });
+    b->wait(t);
+    b.reset();
+    last.join();
+  }
 }
 
 TEST(Barrier, ThreadsAndCoroutinesMixedOverManyPhases) {

@@ -50,8 +50,10 @@
 // Progress: an arrival takes a short lock; a wait spins briefly, then sleeps. The completion
 // function runs outside the lock.
 // Thread safety: every member may be called from any number of threads and coroutines at once.
-// A barrier must outlive its waiters. Model tests: tests/model/latch_barrier_test.cpp and the
-// BarrierPairs rows of tests/model/pairs_latch_test.cpp. Examples: tests/barrier_test.cpp.
+// A barrier may be destroyed once no call on it is in flight, with one allowance: the arrival
+// that completed the last phase need not have returned (its last access to the barrier comes
+// before any wait of that phase can complete). Model tests: tests/model/latch_barrier_test.cpp and
+// the BarrierPairs rows of tests/model/pairs_latch_test.cpp. Examples: tests/barrier_test.cpp.
 
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/deadline.hpp>
@@ -257,12 +259,15 @@ class barrier {
       // every waiter of this one.
       chain = gate_.open_collect(phase + 1);
     }
+    // The last access to the barrier: from here a released waiter may return, and a barrier
+    // whose parties all returned may be destroyed (phase_gate.hpp, "Destruction").
+    gate_.settle(phase + 1);
     detail::phase_gate::wake(chain);
   }
 
   detail::mutex mutex_;
-  // Guarded by mutex_. INVARIANT: 0 <= remaining_ <= expected_; gate_.phase() == phase_
-  // whenever mutex_ is free.
+  // Guarded by mutex_. INVARIANT: 0 <= remaining_ <= expected_; whenever mutex_ is free the
+  // gate is opened to phase_ (open_collect), and settled to it once complete() returns.
   std::ptrdiff_t expected_;
   std::ptrdiff_t remaining_;
   std::uint64_t phase_ = 0;

@@ -25,18 +25,26 @@
 //
 // Happens-before: what a thread did before its count_down() is visible to every wait that
 // completes (std::latch's "strongly happens before"): every count_down is an acq_rel CAS on
-// the count, so the last one carries every earlier one's writes, and it opens the gate with a
-// release store and acq_rel selections; a wait completes through an acquire load or a
-// selection.
+// the count, so the last one carries every earlier one's writes, and it opens the gate, whose
+// release store and acq_rel selections a completing wait reads.
+//
+// Destruction: once the waits on a latch returned, the latch may be destroyed even if the
+// count_down that opened it has not returned yet: its last access to the latch comes before any
+// wait can complete (phase_gate.hpp, "Destruction"). So the usual pattern is safe: a latch on
+// its owner's stack, counted down by workers, waited for by the owner, then gone. Calls that
+// have not returned otherwise (another waiter, a count_down that did not open it) must.
+// try_wait() becomes true at that same point, a moment after the last count_down's CAS (as
+// std::latch allows, it may return false a moment after the count reached zero).
 //
 // Protocol: the phase gate of detail/sync/phase_gate.hpp (which says why not the fair
 // semaphore), opened to phase 1 by the count_down that reaches zero; a wait waits for phase 0
 // to pass. The count itself is one word changed by CAS: count_down() never takes a lock unless
 // it is the last one and someone waits. Model tests: tests/model/latch_barrier_test.cpp and the
 // LatchPairs rows of tests/model/pairs_latch_test.cpp.
-// Progress: count_down and try_wait are lock-free; a wait spins briefly, then sleeps.
+// Progress: count_down and try_wait are lock-free, except the count_down that opens the latch
+// (a short lock); a wait spins briefly, then sleeps.
 // Thread safety: every member may be called from any number of threads and coroutines at once.
-// A latch must outlive its waiters. Examples: tests/latch_test.cpp.
+// Examples: tests/latch_test.cpp.
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -83,10 +91,11 @@ class latch {
       if (n > c) {
         throw std::logic_error("spindle::latch::count_down: the count would go below zero");
       }
-      // acq_rel: release publishes this party's writes; acquire, on the CAS that reaches zero,
-      // takes every earlier count_down's (their CASes form one release sequence), which the
-      // gate's release store then hands to the waiters. Pairs with the acquire load of
-      // try_wait() and of phase_gate::passed(). relaxed on failure: the loop re-checks.
+      // acq_rel: release publishes this party's writes to the later count_downs; acquire, on
+      // the CAS that reaches zero, takes every earlier count_down's (each CAS is an acq_rel
+      // RMW on the count, so each one carries the writes of those before it). The gate's
+      // release store (phase_gate::settle) then hands them to the waiters. relaxed on failure:
+      // the loop re-checks.
     } while (!count_.compare_exchange_weak(c, c - n, std::memory_order_acq_rel,
                                            std::memory_order_relaxed));
     if (c == n && n != 0) {
@@ -94,11 +103,11 @@ class latch {
     }
   }
 
-  /// Whether the count reached zero; never blocks.
+  /// Whether the count reached zero and the latch opened; never blocks.
   [[nodiscard]] auto try_wait() const noexcept -> bool {
-    // acquire: pairs with the acq_rel CAS of count_down(): true means every count_down's
-    // writes are visible.
-    return count_.load(std::memory_order_acquire) == 0;
+    // The gate's acquire load pairs with its release store by the count_down that opened it,
+    // which carries every count_down's writes.
+    return gate_.passed(0);
   }
 
   /// count_down(n), then wait().

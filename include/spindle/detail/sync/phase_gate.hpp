@@ -17,24 +17,38 @@
 // two are one protocol with one set of model tests.
 //
 // Synchronization:
-//   - `phase_` is written only by open(), under `mutex_`, and read without the lock by the fast
-//     paths (passed()). INVARIANT: it never decreases.
+//   - `opened_` is the phase the gate was opened to; it is read and written only under
+//     `mutex_`. `phase_` is the phase waits may see passed without the lock: open_collect()
+//     moves `opened_` (and drains the queue) under the lock, and settle() then publishes the same
+//     phase in `phase_`, after the lock is released. INVARIANT: neither decreases, and
+//     phase_ <= opened_; phase_ lags only while an opener is between the two steps.
 //   - `queue_` and the entries' links are guarded by `mutex_`. Each entry's packet is the phase
 //     it waits for (a `phase_wait`, owned by the waiter). INVARIANT: whenever `mutex_` is free,
-//     every linked entry whose waiter still waits waits for a phase k with k >= phase_ (open()
-//     completes every other one before it lets the lock go).
-//   - watch() reads `phase_` and joins the queue under the same lock as open() writes `phase_`
-//     and drains the queue: a waiter either sees the new phase or is in the queue open() drains.
-//     No Dekker pair is needed, so no wake-up is lost.
+//     every linked entry whose waiter still waits waits for a phase k with k >= opened_
+//     (open_collect() completes every other one before it lets the lock go).
+//   - watch() reads `opened_` and joins the queue under the same lock as open_collect() moves
+//     `opened_` and drains the queue: a waiter either sees the new phase or is in the queue
+//     open_collect() drains. No Dekker pair is needed, so no wake-up is lost.
 //
-// Happens-before: open() stores `phase_` with release and selects each queued waiter with the
-// waiter's acq_rel CAS (wait_list.hpp); passed() loads `phase_` with acquire. So whatever the
-// opener did before open(p) is visible to every wait for a phase before p once it completes.
+// Destruction: the opener's last access to the gate is settle()'s store to `phase_`; the
+// waiters it completed are woken after it, and wakes touch only the waiters' own entries. A wait
+// completes only through `phase_` (passed()) or such a wake; watch() that finds the gate opened
+// but not yet settled waits for the store (a few instructions of the opener). So once a wait
+// returns, the opener that completed it no longer touches the gate, and the object holding the
+// gate (a latch on its owner's stack, say) may be destroyed by the waiter as soon as every other
+// call on it has returned, even if the opener's own call has not.
 //
-// Progress: passed() is wait-free; watch, unwatch and open take a short lock; every wake runs
-// outside it (open_collect() hands the caller the chain to wake).
+// Happens-before: settle() stores `phase_` with release and open_collect() selects each queued
+// waiter with the waiter's acq_rel CAS (wait_list.hpp); passed() loads `phase_` with acquire. So
+// whatever the opener did before open_collect(p) is visible to every wait for a phase before p
+// once it completes.
+//
+// Progress: passed() is wait-free; watch, unwatch and open_collect take a short lock; settle is
+// one CAS loop; every wake runs outside the lock (open_collect() hands the caller the chain to
+// wake, after settle()).
 
 #include <spindle/detail/sync/atomic.hpp>
+#include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
@@ -58,30 +72,31 @@ class phase_gate {
 
   /// Whether the gate's phase is past `k`: a wait for phase k would complete at once.
   [[nodiscard]] auto passed(std::uint64_t k) const noexcept -> bool {
-    // acquire: pairs with the release store of open_collect(): the opener's writes before it
-    // are visible once the new phase is.
+    // acquire: pairs with the release CAS of settle(): the opener's writes before it are
+    // visible once the new phase is.
     return phase_.load(std::memory_order_acquire) > k;
   }
 
-  /// The current phase (a snapshot).
-  [[nodiscard]] auto phase() const noexcept -> std::uint64_t {
-    // acquire: as in passed().
-    return phase_.load(std::memory_order_acquire);
-  }
-
   /// Queues `e` (whose packet is a phase_wait) unless its phase has passed: then returns true
-  /// and queues nothing (the caller completes without waiting).
+  /// and queues nothing (the caller completes without waiting). Returns true only once the
+  /// phase is settled (passed(k) holds), so that the caller may return at once.
   [[nodiscard]] auto watch(wait_entry& e) noexcept -> bool {
     auto const k = static_cast<phase_wait*>(e.packet)->phase;
-    std::lock_guard lock(mutex_);
-    // relaxed: phase_ is written only under mutex_, which we hold; the lock orders this load
-    // after every earlier open_collect().
-    if (phase_.load(std::memory_order_relaxed) > k) {
-      return true;
+    {
+      std::lock_guard lock(mutex_);
+      if (opened_ <= k) {
+        queue_.push(e);
+        count_changed(+1);
+        return false;
+      }
     }
-    queue_.push(e);
-    count_changed(+1);
-    return false;
+    // Opened past k: the opener is at most between its unlock and settle(). Its store is the
+    // last access it makes; wait for it rather than return while it may still come.
+    backoff spin;
+    while (!passed(k)) {
+      spin.snooze();
+    }
+    return true;
   }
 
   /// Withdraws `e` after its wait ended. An entry found unlinked was completed by open().
@@ -95,22 +110,17 @@ class phase_gate {
     }
   }
 
-  /// Moves the phase to `to` (never backwards) and completes every queued wait for a phase
-  /// before `to`; returns their chain, to be woken with wake() once the caller's locks are
-  /// released.
+  /// Opens the gate to phase `to` (never backwards) and completes every queued wait for a phase
+  /// before `to`; returns their chain. The caller then calls settle(to), and only then wakes the
+  /// chain (wake()): see "Destruction" above.
   [[nodiscard]] auto open_collect(std::uint64_t to) noexcept -> wait_entry* {
     wait_entry* chain = nullptr;
     std::lock_guard lock(mutex_);
-    // relaxed: written only under mutex_, which we hold.
-    if (phase_.load(std::memory_order_relaxed) < to) {
-      // release: pairs with the acquire load of passed(): a waiter that sees the new phase
-      // without queueing sees what the opener did before.
-      phase_.store(to, std::memory_order_release);
-    }
+    opened_ = opened_ < to ? to : opened_;
     wait_entry* e = queue_.front();
     while (e != nullptr) {
       wait_entry* next = e->next;
-      if (static_cast<phase_wait*>(e->packet)->phase < to) {
+      if (static_cast<phase_wait*>(e->packet)->phase < opened_) {
         // A waiter no longer waiting (its deadline, a stop, another case of its select) is
         // unlinked too: its owner's unwatch() finds it so and has nothing to give back.
         bool const granted = e->owner->try_select(e->operation());
@@ -126,10 +136,27 @@ class phase_gate {
     return chain;
   }
 
-  /// open_collect(to), then the wakes.
-  void open(std::uint64_t to) noexcept { wake(open_collect(to)); }
+  /// Publishes phase `to` (opened by open_collect) to the waits that look without the lock;
+  /// never moves `phase_` backwards (two openers of a barrier may settle out of order). The
+  /// last access of an opener to the gate.
+  void settle(std::uint64_t to) noexcept {
+    // relaxed: the CAS below re-reads the phase and carries the ordering.
+    std::uint64_t p = phase_.load(std::memory_order_relaxed);
+    // release: pairs with the acquire load of passed(): a wait that sees the new phase sees
+    // what the opener did before. relaxed on failure: the loop re-checks.
+    while (p < to && !phase_.compare_exchange_weak(p, to, std::memory_order_release,
+                                                   std::memory_order_relaxed)) {
+    }
+  }
 
-  /// Wakes a chain returned by open_collect().
+  /// open_collect(to), settle(to), then the wakes.
+  void open(std::uint64_t to) noexcept {
+    wait_entry* const chain = open_collect(to);
+    settle(to);
+    wake(chain);
+  }
+
+  /// Wakes a chain returned by open_collect(). Touches only the chain's entries, never the gate.
   static void wake(wait_entry* chain) noexcept { wait_queue::wake_chain(chain); }
 
   /// How many waits are queued (a snapshot: for metrics, and for tests that must know a waiter
@@ -154,9 +181,11 @@ class phase_gate {
         std::memory_order_relaxed);
   }
 
-  // INVARIANT: never decreases; written under mutex_.
+  // INVARIANT: never decreases; phase_ <= opened_. Written by settle() only.
   atomic<std::uint64_t> phase_{0};
   mutex mutex_;
+  // Guarded by mutex_. INVARIANT: never decreases.
+  std::uint64_t opened_ = 0;
   wait_queue queue_;
   // The length of queue_; written under mutex_.
   atomic<std::size_t> queued_count_{0};
