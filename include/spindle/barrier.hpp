@@ -25,8 +25,9 @@
 //   party may wait again with it, or abandon it and let the phase complete without it.
 //   Waiting on a token of a phase long completed returns at once.
 //
-// A waiter of phase k is released exactly by the completion of phase k, never by a later one
-// and never lost, however slow it is to wake: waits are keyed by phase on the phase gate of
+// A waiter of phase k is released once the completion of phase k has run: never before it,
+// never kept for a later phase, never lost, however slow it is to wake. Waits are keyed by
+// phase on the phase gate of
 // detail/sync/phase_gate.hpp (which says why a semaphore per phase is not enough), and the
 // phase advances in one step with the reset of the count under the barrier's lock, so a
 // released party that arrives again at once counts for phase k + 1 and cannot disturb a slower
@@ -45,7 +46,7 @@
 // Happens-before: what every party did before its arrival in phase k is visible to the
 // completion function of phase k, and what the completion function did is visible to every
 // wait for phase k once it completes (arrivals take the barrier's lock; the phase gate opens
-// with a release store and acq_rel selections).
+// with a release CAS and acq_rel selections).
 //
 // Progress: an arrival takes a short lock; a wait spins briefly, then sleeps. The completion
 // function runs outside the lock.
@@ -244,7 +245,7 @@ class barrier {
 
   /// Runs the completion of `phase`, then starts the next phase and releases the waiters of
   /// this one. Preconditions: the caller's arrival completed `phase` (remaining_ is 0, so no
-  /// other arrival can change the state until this returns).
+  /// other arrival can change the state until the next phase starts below).
   void complete(std::uint64_t phase) noexcept {
     // The lock that every arrival of the phase took and released orders their writes before
     // this call.

@@ -26,7 +26,7 @@
 // Happens-before: what a thread did before its count_down() is visible to every wait that
 // completes (std::latch's "strongly happens before"): every count_down is an acq_rel CAS on
 // the count, so the last one carries every earlier one's writes, and it opens the gate, whose
-// release store and acq_rel selections a completing wait reads.
+// release CAS and acq_rel selections a completing wait reads.
 //
 // Destruction: once the waits on a latch returned, the latch may be destroyed even if the
 // count_down that opened it has not returned yet: its last access to the latch comes before any
@@ -94,7 +94,7 @@ class latch {
       // acq_rel: release publishes this party's writes to the later count_downs; acquire, on
       // the CAS that reaches zero, takes every earlier count_down's (each CAS is an acq_rel
       // RMW on the count, so each one carries the writes of those before it). The gate's
-      // release store (phase_gate::settle) then hands them to the waiters. relaxed on failure:
+      // release CAS (phase_gate::settle) then hands them to the waiters. relaxed on failure:
       // the loop re-checks.
     } while (!count_.compare_exchange_weak(c, c - n, std::memory_order_acq_rel,
                                            std::memory_order_relaxed));
@@ -105,7 +105,7 @@ class latch {
 
   /// Whether the count reached zero and the latch opened; never blocks.
   [[nodiscard]] auto try_wait() const noexcept -> bool {
-    // The gate's acquire load pairs with its release store by the count_down that opened it,
+    // The gate's acquire load pairs with the release CAS of the count_down that opened it,
     // which carries every count_down's writes.
     return gate_.passed(0);
   }
