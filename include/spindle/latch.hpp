@@ -31,15 +31,15 @@
 // Destruction: once the waits on a latch returned, the latch may be destroyed even if the
 // count_down that opened it has not returned yet: its last access to the latch comes before any
 // wait can complete (phase_gate.hpp, "Destruction"). So the usual pattern is safe: a latch on
-// its owner's stack, counted down by workers, waited for by the owner, then gone. Calls that
-// have not returned otherwise (another waiter, a count_down that did not open it) must.
+// its owner's stack, counted down by workers, waited for by the owner, then gone. Every other
+// call on it (another wait, a count_down that did not open it) must have returned first.
 // try_wait() becomes true at that same point, a moment after the last count_down's CAS (as
 // std::latch allows, it may return false a moment after the count reached zero).
 //
 // Protocol: the phase gate of detail/sync/phase_gate.hpp (which says why not the fair
 // semaphore), opened to phase 1 by the count_down that reaches zero; a wait waits for phase 0
-// to pass. The count itself is one word changed by CAS: count_down() never takes a lock unless
-// it is the last one and someone waits. Model tests: tests/model/latch_barrier_test.cpp and the
+// to pass. The count itself is one word changed by CAS: a count_down takes no lock, except the
+// last one (the gate's, briefly). Model tests: tests/model/latch_barrier_test.cpp and the
 // LatchPairs rows of tests/model/pairs_latch_test.cpp.
 // Progress: count_down and try_wait are lock-free, except the count_down that opens the latch
 // (a short lock); a wait spins briefly, then sleeps.
