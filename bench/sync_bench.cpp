@@ -4,14 +4,21 @@
 // spindle::semaphore against std::counting_semaphore (acquire/release of one permit by threads
 // sharing 4 permits). spindle's are fair (FIFO hand-off); std::mutex on glibc is not, so the
 // contended rows compare a fair lock against a barging one: the price of fairness is visible
-// there, as it is for tokio's Mutex. Results: docs/performance.md, "Synchronisation primitives".
+// there, as it is for tokio's Mutex. A barrier's phase rate, spindle::barrier against
+// std::barrier: every thread is a party and each iteration is one phase (arrive_and_wait), so
+// items are phases; with more threads than cores a phase waits for a descheduled party, and the
+// rate shows how each barrier sleeps and wakes. Results: docs/performance.md, "Synchronisation
+// primitives".
 
+#include <spindle/barrier.hpp>
 #include <spindle/mutex.hpp>
 #include <spindle/semaphore.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <barrier>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <semaphore>
 
@@ -74,6 +81,29 @@ void BM_StdSemaphore(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+/// One phase per iteration, every thread a party. Thread 0 builds the barrier before the loop
+/// (replacing the previous run's): the benchmark's own start and stop barriers order that
+/// against every thread's loop. Every thread counts its iterations as items; the framework
+/// divides the sum by the thread count, so items_per_second reads as phases per second.
+template <class Barrier>
+void barrier_phases(benchmark::State& state) {
+  static std::unique_ptr<Barrier> b;
+  if (state.thread_index() == 0) {
+    b = std::make_unique<Barrier>(state.threads());
+  }
+  for (auto _ : state) {
+    b->arrive_and_wait();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_SpindleBarrier(benchmark::State& state) {
+  barrier_phases<spindle::barrier<>>(state);
+}
+void BM_StdBarrier(benchmark::State& state) {
+  barrier_phases<std::barrier<>>(state);
+}
+
 }  // namespace
 
 BENCHMARK(BM_SpindleMutex)->ThreadRange(1, 16)->UseRealTime();
@@ -81,5 +111,7 @@ BENCHMARK(BM_StdMutex)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK(BM_SpindleMutexTryLock)->Threads(1)->UseRealTime();
 BENCHMARK(BM_SpindleSemaphore)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK(BM_StdSemaphore)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK(BM_SpindleBarrier)->ThreadRange(2, 8)->UseRealTime();
+BENCHMARK(BM_StdBarrier)->ThreadRange(2, 8)->UseRealTime();
 
 BENCHMARK_MAIN();
