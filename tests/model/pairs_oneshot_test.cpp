@@ -1,0 +1,175 @@
+// The operation matrix of spindle::oneshot (detail/sync/oneshot_state.hpp) and spindle::watch
+// (detail/sync/watch_state.hpp): every operation against every other and itself, under the
+// model checker (tests/support/op_matrix.hpp). Each fixture is built so that both operations can
+// finish on their own; a receiver left asleep is a lost wake-up (a deadlock the checker
+// reports), a value read without the sender's release/acquire pair is a data race, and finish()
+// checks that every value was received, handed back or destroyed exactly once.
+#include <spindle/async.hpp>
+#include <spindle/model/atomic.hpp>
+#include <spindle/oneshot.hpp>
+#include <spindle/select.hpp>
+#include <spindle/task.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "support/op_matrix.hpp"
+
+namespace model = spindle::model;
+using spindle_test::operation;
+
+namespace {
+
+constexpr auto long_wait = std::chrono::hours(1);
+
+auto has(std::string_view a, std::string_view b, std::string_view name) -> bool {
+  return a == name || b == name;
+}
+
+/// Live instances of `counted`: model threads run one at a time, so a plain std::atomic counts
+/// exactly; it is no part of the protocol under test.
+std::atomic<int> live{0};
+
+struct counted {
+  explicit counted(int v) noexcept : value(v) { live.fetch_add(1, std::memory_order_relaxed); }
+  counted(counted&& other) noexcept : value(other.value) {
+    live.fetch_add(1, std::memory_order_relaxed);
+  }
+  counted(counted const&) = delete;
+  auto operator=(counted const&) -> counted& = delete;
+  auto operator=(counted&&) -> counted& = delete;
+  ~counted() { live.fetch_sub(1, std::memory_order_relaxed); }
+  int value;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Oneshot: the sender's operations (send, drop_sender) against the receiver's (recv, recv_for,
+// try_recv, select_recv with a timeout, async_recv, close, drop_receiver). Each handle is used by
+// one thread at a time, so two operations of one side are not a valid pair. A send writes a
+// payload first; whoever receives the value must see it. finish(): both handles gone, no value
+// alive; a receive got a value exactly when a send in the pair succeeded.
+
+auto sender_side(std::string_view op) -> bool {
+  return op == "send" || op == "drop_sender";
+}
+
+struct oneshot_fixture {
+  std::optional<spindle::oneshot_sender<counted>> tx;
+  std::optional<spindle::oneshot_receiver<counted>> rx;
+  model::plain<int> payload;
+  bool may_send;         // the pair has a send
+  bool receiver_leaves;  // the pair has close or drop_receiver
+  spindle::detail::atomic<int> sent{0};
+  spindle::detail::atomic<int> received{0};
+
+  oneshot_fixture(std::string_view a, std::string_view b)
+      : may_send(has(a, b, "send")),
+        receiver_leaves(has(a, b, "close") || has(a, b, "drop_receiver")) {
+    live.store(0, std::memory_order_relaxed);
+    auto [t, r] = spindle::oneshot<counted>();
+    tx.emplace(std::move(t));
+    rx.emplace(std::move(r));
+  }
+
+  static auto skip(std::string_view a, std::string_view b) -> char const* {
+    return sender_side(a) == sender_side(b)
+               ? "each handle is used by one thread at a time: two operations of one side"
+               : nullptr;
+  }
+
+  /// A receive's outcome: a value (with its payload) only after a send; closed only without a
+  /// send or after the receiver left.
+  void got(std::optional<counted> const& v) {
+    if (v) {
+      model::check(may_send && v->value == 1 && payload.get() == 1,
+                   "received a value that was not sent, or without its payload");
+      received.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      model::check(!may_send || receiver_leaves, "closed although a value was sent");
+    }
+  }
+
+  void finish() {
+    tx.reset();
+    rx.reset();
+    model::check(live.load(std::memory_order_relaxed) == 0, "a value leaked or died twice");
+    model::check(received.load(std::memory_order_relaxed) <= sent.load(std::memory_order_relaxed),
+                 "received more than was sent");
+  }
+};
+
+auto receive_result(oneshot_fixture& f, spindle::recv_result<counted> r) {
+  if (r.is_received() || r.is_closed()) {
+    f.got(r.value);
+  }
+}
+
+auto await_recv(spindle::oneshot_receiver<counted>& rx) -> spindle::task<std::optional<counted>> {
+  co_return co_await rx.async_recv();
+}
+
+auto oneshot_ops() -> std::vector<operation<oneshot_fixture>> const& {
+  static std::vector<operation<oneshot_fixture>> const ops{
+      // The sender writes a payload and sends; it fails only when the receiver left.
+      {"send",
+       [](oneshot_fixture& f, int) {
+         f.payload.set(1);
+         auto r = f.tx->send(counted(1));
+         if (r.is_sent()) {
+           f.sent.fetch_add(1, std::memory_order_relaxed);
+         } else {
+           model::check(r.is_closed() && r.value.has_value() && f.receiver_leaves,
+                        "a send failed without the receiver leaving, or lost the value");
+         }
+       }},
+      // The sender leaves without sending.
+      {"drop_sender", [](oneshot_fixture& f, int) { f.tx.reset(); }},
+      // Blocks until the value or closed.
+      {"recv", [](oneshot_fixture& f, int) { f.got(f.rx->recv()); }},
+      // The same with a deadline the checker may let pass at any point.
+      {"recv_for", [](oneshot_fixture& f, int) { receive_result(f, f.rx->recv_for(long_wait)); }},
+      {"try_recv", [](oneshot_fixture& f, int) { receive_result(f, f.rx->try_recv()); }},
+      // A select of the oneshot and a timeout.
+      {"select_recv",
+       [](oneshot_fixture& f, int) {
+         std::optional<counted> out;
+         bool chosen = false;
+         auto const i = spindle::select(spindle::on_recv(*f.rx,
+                                                         [&](std::optional<counted> v) {
+                                                           chosen = true;
+                                                           if (v) {
+                                                             out.emplace(std::move(*v));
+                                                           }
+                                                         }),
+                                        spindle::on_timeout(long_wait, [] {}));
+         model::check((i == 0) == chosen, "the select ran the wrong handler");
+         if (chosen) {
+           f.got(out);
+         }
+       }},
+      // A coroutine (sync_wait) waits until the value or closed.
+      {"async_recv", [](oneshot_fixture& f, int) { f.got(spindle::sync_wait(await_recv(*f.rx))); }},
+      // The receiver refuses later sends; a value already sent stays receivable.
+      {"close",
+       [](oneshot_fixture& f, int) {
+         f.rx->close();
+         auto r = f.rx->try_recv();
+         model::check(!r.is_empty(), "a closed receiver reported empty: a send may still come");
+         receive_result(f, std::move(r));
+       }},
+      // The receiver leaves: a value sent and not received dies with it.
+      {"drop_receiver", [](oneshot_fixture& f, int) { f.rx.reset(); }},
+  };
+  return ops;
+}
+
+SPINDLE_OPERATION_MATRIX(OneshotPairs, oneshot_fixture, oneshot_ops(),
+                         spindle_test::pair_schedules(300));
+
+}  // namespace
