@@ -18,6 +18,7 @@
 #include <spindle/oneshot.hpp>
 #include <spindle/select.hpp>
 #include <spindle/task.hpp>
+#include <spindle/watch.hpp>
 
 #include <gtest/gtest.h>
 
@@ -217,6 +218,165 @@ void oneshot_coroutine_body() {
   model::check(live.load(std::memory_order_relaxed) == 0, "a value leaked or died twice");
 }
 
+// ---------------------------------------------------------------------------------------------
+// watch
+
+/// A value of two plain words the race detector watches, always written equal: a read outside
+/// the lock, or one that sees half of a change, fails.
+struct halves {
+  explicit halves(int v) noexcept {
+    a.set(v);
+    b.set(v);
+  }
+  halves(halves&& other) noexcept {
+    a.set(other.a.get());
+    b.set(other.b.get());
+  }
+  halves(halves const&) = delete;
+  auto operator=(halves const&) -> halves& = delete;
+  auto operator=(halves&&) -> halves& = delete;
+  ~halves() = default;
+
+  void set(int v) noexcept {
+    a.set(v);
+    b.set(v);
+  }
+  [[nodiscard]] auto read() const -> int {
+    int const x = a.get();
+    int const y = b.get();
+    model::check(x == y, "a receiver read a torn value");
+    return x;
+  }
+
+  model::plain<int> a;
+  model::plain<int> b;
+};
+
+/// Reads every version it is woken for until closed; checks the versions never go back and
+/// returns the last value read.
+auto watch_until_closed(spindle::watch_receiver<halves>& rx) -> int {
+  int last = rx.borrow()->read();
+  for (;;) {
+    auto r = rx.changed();
+    if (r.is_closed()) {
+      return last;
+    }
+    model::check(r.is_changed(), "a blocking changed() ended neither changed nor closed");
+    int const now = rx.borrow_and_update()->read();
+    model::check(now >= last, "a receiver saw the versions go back");
+    last = now;
+  }
+}
+
+/// A sender thread sends 1 (send), then 2 (send_modify), then leaves; the body's receiver waits
+/// with blocking changed() until closed. It may skip version 1, never version 2: once closed
+/// it has read 2. A receiver asleep past a newer version is a deadlock.
+void watch_latest_body() {
+  auto pair = spindle::watch(halves(0));
+  auto& rx = pair.second;
+  model::thread sender([&pair] {
+    auto s = std::move(pair.first);
+    model::check(s.send(halves(1)).is_sent(), "a send with a receiver failed");
+    s.send_modify([](halves& h) { h.set(2); });
+  });
+  int const last = watch_until_closed(rx);
+  model::check(last == 2, "the receiver missed the latest version");
+  sender.join();
+}
+
+/// Two receivers (a copy on another thread and the body's) against a sender thread: each sees
+/// the latest version before it sees closed.
+void watch_two_receivers_body() {
+  auto pair = spindle::watch(halves(0));
+  auto& rx = pair.second;
+  auto copy = rx;
+  model::thread sender([&pair] {
+    auto s = std::move(pair.first);
+    static_cast<void>(s.send_replace(halves(1)));
+    static_cast<void>(s.send(halves(2)));
+  });
+  model::thread other(
+      [&copy] { model::check(watch_until_closed(copy) == 2, "a copy missed the latest version"); });
+  model::check(watch_until_closed(rx) == 2, "the receiver missed the latest version");
+  sender.join();
+  other.join();
+}
+
+/// changed_for against one send (the sender stays): the checker may let the deadline pass at
+/// any point. Changed: the value is the new one. Timed out: the version is there afterwards.
+void watch_timed_body() {
+  auto pair = spindle::watch(halves(0));
+  auto& rx = pair.second;
+  auto& tx = pair.first;
+  model::thread sender([&tx] { tx.send_modify([](halves& h) { h.set(1); }); });
+  auto r = rx.changed_for(long_wait);
+  if (r.is_changed()) {
+    model::check(rx.borrow()->read() == 1, "changed() returned before the new value was there");
+  } else {
+    model::check(r.is_timed_out(), "changed_for ended neither changed nor timed out");
+  }
+  sender.join();
+  model::check(r.is_changed() != rx.has_changed(), "a version was lost or seen twice");
+}
+
+/// A select over the watch, a channel and a timeout, senders on two threads.
+void watch_select_body() {
+  auto pair = spindle::watch(halves(0));
+  auto& rx = pair.second;
+  auto& tx = pair.first;
+  auto [ctx, crx] = spindle::bounded<int>(1);
+  auto c = ctx;
+  model::thread a([&tx] { tx.send_modify([](halves& h) { h.set(1); }); });
+  model::thread b([&c] { static_cast<void>(c.send(2)); });
+  int completed = 0;
+  auto const i = spindle::select(
+      spindle::on_changed(rx,
+                          [&](bool changed) {
+                            ++completed;
+                            model::check(changed, "the watch case saw closed with a sender");
+                          }),
+      spindle::on_recv(crx,
+                       [&](std::optional<int> v) {
+                         ++completed;
+                         model::check(v == 2, "the channel case got the wrong value");
+                       }),
+      spindle::on_timeout(long_wait, [&] { ++completed; }));
+  a.join();
+  b.join();
+  model::check(completed == 1, "a select must complete exactly one case");
+  model::check((i == 0) != rx.has_changed(), "the watch version was lost or seen twice");
+  model::check(i == 1 || crx.try_recv().is_received(), "the channel value was lost");
+  if (i == 0) {
+    model::check(rx.borrow()->read() == 1, "the watch case fired before the value was there");
+  }
+}
+
+auto await_watch(spindle::watch_receiver<halves>& rx) -> spindle::task<int> {
+  int last = 0;
+  for (;;) {
+    auto r = co_await rx.async_changed();
+    if (!r) {
+      co_return last;
+    }
+    last = rx.borrow()->read();
+  }
+}
+
+/// A coroutine (sync_wait) waits with async_changed() until closed while a thread sends twice
+/// and leaves.
+void watch_coroutine_body() {
+  auto pair = spindle::watch(halves(0));
+  auto& rx = pair.second;
+  model::thread sender([&pair] {
+    auto s = std::move(pair.first);
+    s.send_modify([](halves& h) { h.set(1); });
+    s.send_modify([](halves& h) { h.set(2); });
+  });
+  int const last = spindle::sync_wait(await_watch(rx));
+  model::check(last == 2, "the coroutine missed the latest version");
+  sender.join();
+}
+
 }  // namespace
 
 TEST(ModelOneshot, SendAgainstTimedRecv) {
@@ -246,4 +406,28 @@ TEST(ModelOneshot, SelectWithAChannelAndATimeout) {
 
 TEST(ModelOneshot, CoroutineWaits) {
   explore_three("oneshot: async_recv_for vs send", 151, 1000, oneshot_coroutine_body);
+}
+
+TEST(ModelWatch, ReceiverNeverMissesTheLatest) {
+  explore_three("watch: send, send_modify, drop vs changed", 201, 2000, watch_latest_body);
+  explore_and_report("watch: latest, dfs bound 2", model::exhaustive(2, budget(20000)),
+                     watch_latest_body);
+}
+
+TEST(ModelWatch, TwoReceivers) {
+  explore_three("watch: two receivers", 211, 1000, watch_two_receivers_body);
+}
+
+TEST(ModelWatch, ChangedForRacesASend) {
+  explore_three("watch: changed_for vs send_modify", 221, 2000, watch_timed_body);
+  explore_and_report("watch: changed_for, dfs bound 2", model::exhaustive(2, budget(20000)),
+                     watch_timed_body);
+}
+
+TEST(ModelWatch, SelectWithAChannelAndATimeout) {
+  explore_three("watch: select with a channel", 231, 1000, watch_select_body);
+}
+
+TEST(ModelWatch, CoroutineWaits) {
+  explore_three("watch: async_changed vs sends", 241, 1000, watch_coroutine_body);
 }
