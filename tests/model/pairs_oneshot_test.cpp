@@ -9,9 +9,11 @@
 #include <spindle/oneshot.hpp>
 #include <spindle/select.hpp>
 #include <spindle/task.hpp>
+#include <spindle/watch.hpp>
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -171,5 +173,155 @@ auto oneshot_ops() -> std::vector<operation<oneshot_fixture>> const& {
 
 SPINDLE_OPERATION_MATRIX(OneshotPairs, oneshot_fixture, oneshot_ops(),
                          spindle_test::pair_schedules(300));
+
+// ---------------------------------------------------------------------------------------------
+// Watch: the sender's operations (send, send_modify, drop_sender) against receivers' (changed,
+// changed_for, select_changed with a timeout, async_changed, borrow, drop_receiver), each side
+// on a receiver copy of its own. One sender: two sender operations are not a valid pair. A pair
+// with no sender operation gets version 1 up front, so that a blocking changed() can finish; a
+// receiver asleep while a version it has not seen is there is a deadlock. The value's two
+// halves are plain words written under the lock: a read outside it, or of half a change, fails.
+// finish(): every handle gone, no value alive.
+
+/// A watched value: two halves, always equal, and counted.
+struct cell {
+  explicit cell(int v) noexcept {
+    a.set(v);
+    b.set(v);
+    live.fetch_add(1, std::memory_order_relaxed);
+  }
+  cell(cell&& other) noexcept {
+    a.set(other.a.get());
+    b.set(other.b.get());
+    live.fetch_add(1, std::memory_order_relaxed);
+  }
+  cell(cell const&) = delete;
+  auto operator=(cell const&) -> cell& = delete;
+  auto operator=(cell&&) -> cell& = delete;
+  ~cell() { live.fetch_sub(1, std::memory_order_relaxed); }
+
+  [[nodiscard]] auto read() const -> int {
+    int const x = a.get();
+    int const y = b.get();
+    model::check(x == y, "a receiver read a torn value");
+    return x;
+  }
+
+  model::plain<int> a;
+  model::plain<int> b;
+};
+
+auto watch_sender_side(std::string_view op) -> bool {
+  return op == "send" || op == "send_modify" || op == "drop_sender";
+}
+
+struct watch_fixture {
+  std::optional<spindle::watch_sender<cell>> tx;
+  std::array<std::optional<spindle::watch_receiver<cell>>, 2> rx;
+  bool may_close;  // the pair has drop_sender
+  model::plain<int> payload;
+
+  watch_fixture(std::string_view a, std::string_view b) : may_close(has(a, b, "drop_sender")) {
+    live.store(0, std::memory_order_relaxed);
+    auto [t, r] = spindle::watch(cell(0));
+    tx.emplace(std::move(t));
+    rx[0].emplace(r);
+    rx[1].emplace(std::move(r));
+    if (!watch_sender_side(a) && !watch_sender_side(b)) {
+      payload.set(1);
+      static_cast<void>(tx->send(cell(1)));
+    }
+  }
+
+  static auto skip(std::string_view a, std::string_view b) -> char const* {
+    return watch_sender_side(a) && watch_sender_side(b)
+               ? "a watch has one sender, used by one thread at a time"
+               : nullptr;
+  }
+
+  /// A wait's outcome on receiver `side`: changed shows a newer value (with its payload);
+  /// closed only once the sender left.
+  void got(spindle::watch_result r, int side) {
+    if (r.is_changed()) {
+      int const v = rx[static_cast<std::size_t>(side)]->borrow()->read();
+      model::check(v >= 1 && payload.get() >= 1, "changed() without a newer value or its payload");
+    } else if (r.is_closed()) {
+      model::check(may_close, "closed while the sender is there");
+    } else {
+      model::check(r.is_timed_out(), "a wait ended neither changed, closed nor timed out");
+    }
+  }
+
+  void finish() {
+    tx.reset();
+    rx[0].reset();
+    rx[1].reset();
+    model::check(live.load(std::memory_order_relaxed) == 0, "a value leaked or died twice");
+  }
+};
+
+auto await_changed(spindle::watch_receiver<cell>& rx) -> spindle::task<spindle::watch_result> {
+  co_return co_await rx.async_changed();
+}
+
+auto watch_ops() -> std::vector<operation<watch_fixture>> const& {
+  static std::vector<operation<watch_fixture>> const ops{
+      // A new value: receivers are there, so it is sent.
+      {"send",
+       [](watch_fixture& f, int) {
+         f.payload.set(1);
+         model::check(f.tx->send(cell(1)).is_sent(), "a send with receivers failed");
+       }},
+      // The value changed in place, under the lock.
+      {"send_modify",
+       [](watch_fixture& f, int) {
+         f.payload.set(2);
+         f.tx->send_modify([](cell& c) {
+           c.a.set(2);
+           c.b.set(2);
+         });
+       }},
+      // The sender leaves: receivers that saw everything see closed.
+      {"drop_sender", [](watch_fixture& f, int) { f.tx.reset(); }},
+      // Blocks until a version this receiver has not seen, or closed.
+      {"changed", [](watch_fixture& f,
+                     int side) { f.got(f.rx[static_cast<std::size_t>(side)]->changed(), side); }},
+      // The same with a deadline the checker may let pass at any point.
+      {"changed_for",
+       [](watch_fixture& f, int side) {
+         f.got(f.rx[static_cast<std::size_t>(side)]->changed_for(long_wait), side);
+       }},
+      // A select of the watch and a timeout.
+      {"select_changed",
+       [](watch_fixture& f, int side) {
+         std::optional<bool> out;
+         auto& r = *f.rx[static_cast<std::size_t>(side)];
+         auto const i = spindle::select(spindle::on_changed(r, [&out](bool c) { out = c; }),
+                                        spindle::on_timeout(long_wait, [] {}));
+         model::check((i == 0) == out.has_value(), "the select ran the wrong handler");
+         if (out) {
+           f.got(spindle::watch_result{*out ? spindle::watch_status::changed
+                                            : spindle::watch_status::closed},
+                 side);
+         }
+       }},
+      // A coroutine (sync_wait) waits for a newer version or closed.
+      {"async_changed",
+       [](watch_fixture& f, int side) {
+         f.got(spindle::sync_wait(await_changed(*f.rx[static_cast<std::size_t>(side)])), side);
+       }},
+      // Reads the value under the lock, marking its version seen.
+      {"borrow",
+       [](watch_fixture& f, int side) {
+         static_cast<void>(f.rx[static_cast<std::size_t>(side)]->borrow_and_update()->read());
+       }},
+      // This side's receiver copy goes.
+      {"drop_receiver",
+       [](watch_fixture& f, int side) { f.rx[static_cast<std::size_t>(side)].reset(); }},
+  };
+  return ops;
+}
+
+SPINDLE_OPERATION_MATRIX(WatchPairs, watch_fixture, watch_ops(), spindle_test::pair_schedules(300));
 
 }  // namespace
