@@ -284,6 +284,20 @@ void watch_latest_body() {
   sender.join();
 }
 
+/// A blocking changed() against one send_modify, the sender staying: whichever runs first, the
+/// receiver must wake for the new version (nothing else would wake it).
+void watch_changed_races_send_body() {
+  auto pair = spindle::watch(halves(0));
+  auto& rx = pair.second;
+  auto& tx = pair.first;
+  model::thread sender([&tx] { tx.send_modify([](halves& h) { h.set(1); }); });
+  auto r = rx.changed();
+  model::check(r.is_changed(), "changed() ended without the new version");
+  model::check(rx.borrow()->read() == 1, "changed() returned before the new value was there");
+  sender.join();
+  model::check(!rx.has_changed(), "changed() did not mark the version seen");
+}
+
 /// Two receivers (a copy on another thread and the body's) against a sender thread: each sees
 /// the latest version before it sees closed.
 void watch_two_receivers_body() {
@@ -412,6 +426,12 @@ TEST(ModelWatch, ReceiverNeverMissesTheLatest) {
   explore_three("watch: send, send_modify, drop vs changed", 201, 2000, watch_latest_body);
   explore_and_report("watch: latest, dfs bound 2", model::exhaustive(2, budget(20000)),
                      watch_latest_body);
+}
+
+TEST(ModelWatch, ChangedRacingASendNeverSleepsPastIt) {
+  explore_three("watch: changed vs send_modify", 251, 2000, watch_changed_races_send_body);
+  explore_and_report("watch: changed vs send_modify, dfs bound 2",
+                     model::exhaustive(2, budget(20000)), watch_changed_races_send_body);
 }
 
 TEST(ModelWatch, TwoReceivers) {
