@@ -286,6 +286,38 @@ TEST(Oneshot, ManyPairsExactlyOnceUnderThreadsAndCoroutines) {
   EXPECT_EQ(tracked::live(), before);
 }
 
+TEST(Oneshot, SenderWaitsForTheReceiverToLeave) {
+  auto [tx, rx] = spindle::oneshot<int>();
+  EXPECT_FALSE(tx.wait_closed_for(1ms));
+  std::stop_source source;
+  source.request_stop();
+  EXPECT_FALSE(tx.wait_closed(source.get_token()));
+  EXPECT_EQ(spindle::select(spindle::on_closed(tx, [] {}), spindle::on_timeout(1ms, [] {})), 1U);
+  std::thread t([r = std::move(rx)]() mutable { auto gone = std::move(r); });
+  tx.wait_closed();  // whether the receiver left before or during the wait
+  t.join();
+  EXPECT_TRUE(tx.is_closed());
+  EXPECT_TRUE(tx.wait_closed_for(1h));
+  bool chosen = false;
+  EXPECT_EQ(spindle::select(spindle::on_closed(tx, [&chosen] { chosen = true; }),
+                            spindle::on_timeout(1h, [] {})),
+            0U);
+  EXPECT_TRUE(chosen);
+}
+
+TEST(Oneshot, CoroutineSenderSeesTheReceiverClose) {
+  spindle::executor ex(2);
+  auto [tx, rx] = spindle::oneshot<int>();
+  auto h = ex.spawn([](spindle::oneshot_sender<int> s) -> spindle::task<bool> {
+    co_await s.async_closed();
+    auto r = s.send(1);
+    co_return r.is_closed();
+  }(std::move(tx)));
+  std::thread t([r = std::move(rx)]() mutable { r.close(); });
+  EXPECT_TRUE(h.join());
+  t.join();
+}
+
 TEST(OneshotDeathTest, AMovedFromHandleIsReported) {
   auto [tx, rx] = spindle::oneshot<int>();
   auto moved = std::move(rx);

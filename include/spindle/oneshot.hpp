@@ -15,7 +15,8 @@
 //   the receiver closed or is gone. A second send after a value was sent is a bug and throws
 //   std::logic_error in every build. Destroying the sender without sending closes the oneshot:
 //   the receiver's waits end with nullopt / `closed`. is_closed() tells the sender that the
-//   receiver is gone (or closed), so nobody wants the value any more.
+//   receiver is gone (or closed), so nobody wants the value any more; wait_closed() (with
+//   _for and stop_token forms), co_await async_closed() and on_closed(tx, f) wait for that.
 // - The receiver receives with recv() (blocking; nullopt: no value will come), try_recv(),
 //   recv_for/recv_until/recv(stop_token) (recv_result: received, closed, timed_out,
 //   cancelled), co_await async_recv() and its timed and stop_token forms, and
@@ -98,6 +99,16 @@ class oneshot_recv_awaiter : public event_awaiter<oneshot_source<T>, Extra...> {
     }
   }
 };
+/// `co_await tx.async_closed()`: resumes once the receiver closed or is gone.
+template <class T>
+class oneshot_closed_awaiter : public event_awaiter<oneshot_closed_source<T>> {
+  using base = event_awaiter<oneshot_closed_source<T>>;
+
+ public:
+  using base::base;
+
+  void await_resume() { static_cast<void>(this->result()); }
+};
 }  // namespace detail
 
 /// Makes a oneshot: a connected pair of a oneshot_sender<T> and a oneshot_receiver<T>.
@@ -139,6 +150,30 @@ class oneshot_sender {
   /// True once this sender sent a value (received or not).
   [[nodiscard]] auto was_sent() const noexcept -> bool { return get().was_sent(); }
 
+  /// Blocks until the receiver closed or is gone (tokio's `Sender::closed`): a worker can stop
+  /// computing a reply nobody waits for any more.
+  void wait_closed() {
+    bool out = false;
+    static_cast<void>(detail::wait_event_until(closed_source(), out, std::nullopt, nullptr));
+  }
+  /// As wait_closed(); false when `timeout` passed first (saturating as every timeout).
+  template <class Rep, class Period>
+  [[nodiscard]] auto wait_closed_for(std::chrono::duration<Rep, Period> timeout) -> bool {
+    bool out = false;
+    return detail::wait_event_until(closed_source(), out, detail::deadline_after(timeout),
+                                    nullptr) == detail::event_wait::completed;
+  }
+  /// As wait_closed(); false once stop is requested on `stop` first.
+  [[nodiscard]] auto wait_closed(std::stop_token stop) -> bool {
+    bool out = false;
+    return detail::wait_event_until(closed_source(), out, std::nullopt, &stop) ==
+           detail::event_wait::completed;
+  }
+  /// `co_await tx.async_closed()`: the coroutine form of wait_closed().
+  [[nodiscard]] auto async_closed() -> detail::oneshot_closed_awaiter<T> {
+    return detail::oneshot_closed_awaiter<T>(closed_source());
+  }
+
  private:
   friend struct detail::oneshot_access;
   explicit oneshot_sender(detail::oneshot_state<T>* s) noexcept : state_(s) {}
@@ -147,11 +182,18 @@ class oneshot_sender {
     SPINDLE_CHECK(state_ != nullptr, "use of a moved-from spindle::oneshot_sender");
     return *state_;
   }
+  [[nodiscard]] auto closed_source() const noexcept -> detail::oneshot_closed_source<T> {
+    return {&get()};
+  }
   void drop() noexcept {
     if (state_ != nullptr) {
       std::exchange(state_, nullptr)->drop_sender();
     }
   }
+
+  template <class U, class F>
+  friend auto on_closed(oneshot_sender<U>& tx, F f)
+      -> detail::event_case<detail::oneshot_closed_source<U>, F>;
 
   detail::oneshot_state<T>* state_;
 };
@@ -286,6 +328,13 @@ template <class T, class F>
 auto on_recv(oneshot_receiver<T>& rx, F f) -> detail::event_case<detail::oneshot_source<T>, F> {
   return detail::event_case<detail::oneshot_source<T>, F>(detail::oneshot_access::source_of(rx),
                                                           std::move(f));
+}
+
+/// A select case chosen once the receiver of `tx` closed or is gone; `f()` runs then.
+template <class T, class F>
+auto on_closed(oneshot_sender<T>& tx, F f)
+    -> detail::event_case<detail::oneshot_closed_source<T>, F> {
+  return detail::event_case<detail::oneshot_closed_source<T>, F>(tx.closed_source(), std::move(f));
 }
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -156,6 +156,30 @@ void oneshot_receiver_leaves_body() {
   model::check(live.load(std::memory_order_relaxed) == 0, "a value leaked or died twice");
 }
 
+/// The sender waits (blocking) for the receiver to leave while the receiver closes, or is
+/// destroyed: the sender must wake (else a deadlock), and its send then fails.
+void oneshot_wait_closed(bool drop) {
+  auto pair = spindle::oneshot<int>();
+  model::thread sender([&pair] {
+    auto s = std::move(pair.first);
+    s.wait_closed();
+    model::check(s.send(1).is_closed(), "a send after the receiver left succeeded");
+  });
+  if (drop) {
+    auto gone = std::move(pair.second);
+  } else {
+    pair.second.close();
+  }
+  sender.join();
+}
+
+void oneshot_wait_closed_drop_body() {
+  oneshot_wait_closed(true);
+}
+void oneshot_wait_closed_close_body() {
+  oneshot_wait_closed(false);
+}
+
 /// A select over the oneshot, a channel and a timeout: a sender thread for each. Exactly one
 /// case completes; the value not taken stays where it was.
 void oneshot_select_body() {
@@ -412,6 +436,11 @@ TEST(ModelOneshot, BlockingRecvWakes) {
 
 TEST(ModelOneshot, ReceiverLeavesWhileSending) {
   explore_three("oneshot: send vs close + drop", 131, 2000, oneshot_receiver_leaves_body);
+}
+
+TEST(ModelOneshot, SenderWaitsForTheReceiverToLeave) {
+  explore_three("oneshot: wait_closed vs drop receiver", 161, 2000, oneshot_wait_closed_drop_body);
+  explore_three("oneshot: wait_closed vs close", 171, 2000, oneshot_wait_closed_close_body);
 }
 
 TEST(ModelOneshot, SelectWithAChannelAndATimeout) {

@@ -51,14 +51,14 @@ struct counted {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Oneshot: the sender's operations (send, drop_sender) against the receiver's (recv, recv_for,
-// try_recv, select_recv with a timeout, async_recv, close, drop_receiver). Each handle is used by
-// one thread at a time, so two operations of one side are not a valid pair. A send writes a
-// payload first; whoever receives the value must see it. finish(): both handles gone, no value
-// alive; a receive got a value exactly when a send in the pair succeeded.
+// Oneshot: the sender's operations (send, drop_sender, wait_closed_for) against the receiver's
+// (recv, recv_for, try_recv, select_recv with a timeout, async_recv, close, drop_receiver). Each
+// handle is used by one thread at a time, so two operations of one side are not a valid pair. A
+// send writes a payload first; whoever receives the value must see it. finish(): both handles gone,
+// no value alive; a receive got a value exactly when a send in the pair succeeded.
 
 auto sender_side(std::string_view op) -> bool {
-  return op == "send" || op == "drop_sender";
+  return op == "send" || op == "drop_sender" || op == "wait_closed_for";
 }
 
 struct oneshot_fixture {
@@ -132,6 +132,16 @@ auto oneshot_ops() -> std::vector<operation<oneshot_fixture>> const& {
        }},
       // The sender leaves without sending.
       {"drop_sender", [](oneshot_fixture& f, int) { f.tx.reset(); }},
+      // The sender waits (with a deadline the checker may let pass) for the receiver to leave,
+      // then leaves without sending. The wait ends early only after close or drop_receiver.
+      {"wait_closed_for",
+       [](oneshot_fixture& f, int) {
+         if (f.tx->wait_closed_for(long_wait)) {
+           model::check(f.receiver_leaves && f.tx->is_closed(),
+                        "wait_closed ended without the receiver leaving");
+         }
+         f.tx.reset();
+       }},
       // Blocks until the value or closed.
       {"recv", [](oneshot_fixture& f, int) { f.got(f.rx->recv()); }},
       // The same with a deadline the checker may let pass at any point.

@@ -26,7 +26,9 @@
 //
 // Wake-ups: the sender's send and its drop are seq_cst RMWs on the word followed by
 // wake_all_waiting() (the is_empty load (B) of wait_list.hpp); the receiver's waits register and
-// re-check the word with a seq_cst load: no lost wake-up (detail/sync/event_case.hpp).
+// re-check the word with a seq_cst load: no lost wake-up (detail/sync/event_case.hpp). The same
+// pair, the other way, for the sender's wait for the receiver to leave (wait_closed): the
+// receiver's close and drop set `rx_closed` with a seq_cst RMW and wake `sender_list_`.
 //
 // Lifetime: `handles_` counts the two handles; the last one to go deletes the state. The sender
 // wakes the waiters before it gives up its count, so the state is alive for every wake.
@@ -111,9 +113,18 @@ class oneshot_state {
 
   /// Whether the receiver closed or is gone (a send would fail).
   [[nodiscard]] auto receiver_closed() const noexcept -> bool {
-    // acquire: pairs with the acq_rel fetch_or of close_receiver()/drop_receiver().
+    // acquire: pairs with the seq_cst fetch_or of close_receiver()/drop_receiver().
     return (state_.load(std::memory_order_acquire) & rx_closed) != 0;
   }
+
+  /// The re-check of the sender's wait_closed() after registering.
+  [[nodiscard]] auto receiver_closed_ready() const noexcept -> bool {
+    // seq_cst: the waiter's half of the Dekker pair (wait_list.hpp (A)).
+    return (state_.load(std::memory_order_seq_cst) & rx_closed) != 0;
+  }
+
+  /// Where the sender waits for the receiver to close or go.
+  [[nodiscard]] auto sender_list() noexcept -> wait_list& { return sender_list_; }
 
   /// Whether a value was sent (received or not).
   [[nodiscard]] auto was_sent() const noexcept -> bool {
@@ -157,27 +168,30 @@ class oneshot_state {
 
   /// The receiver closes its side: later sends fail; a value sent before stays receivable.
   void close_receiver() noexcept {
-    // acq_rel: release pairs with receiver_closed()'s acquire; acquire orders the receiver's
-    // later reads after a send that won before.
-    static_cast<void>(state_.fetch_or(rx_closed, std::memory_order_acq_rel));
+    // seq_cst: the event the sender's wait_closed() waits for (wait_list.hpp (B), before the
+    // wake's is_empty load); its release part pairs with receiver_closed()'s acquire, its
+    // acquire part orders the receiver's later reads after a send that won before.
+    std::uint32_t const before = state_.fetch_or(rx_closed, std::memory_order_seq_cst);
+    if ((before & rx_closed) == 0) {
+      wake_all_waiting(sender_list_);
+    }
   }
 
   /// The receiver handle is going: closes, and destroys a value sent but not received.
   void drop_receiver() noexcept {
-    // acq_rel: acquire pairs with the release part of send()'s CAS (the value to destroy is
-    // visible); release pairs with receiver_closed()'s acquire.
-    std::uint32_t const before = state_.fetch_or(rx_closed | taken, std::memory_order_acq_rel);
+    // seq_cst: as in close_receiver(); its acquire part also pairs with the release part of
+    // send()'s CAS (the value to destroy is visible).
+    std::uint32_t const before = state_.fetch_or(rx_closed | taken, std::memory_order_seq_cst);
     if ((before & (sent | taken)) == sent) {
       // SAFETY: `sent` was set and `taken` clear, and this fetch_or set `taken`: the value is
       // live and ours alone.
       std::destroy_at(&value_ref());
     }
+    if ((before & rx_closed) == 0) {
+      // Before release(): the state is alive for the wake.
+      wake_all_waiting(sender_list_);
+    }
     release();
-  }
-
-  /// Whether a waiter is still asleep on the list: a snapshot for quiescent model checks.
-  [[nodiscard]] auto waiting_at_quiescence() const noexcept -> bool {
-    return list_.waiting_at_quiescence();
   }
 
  private:
@@ -195,7 +209,23 @@ class oneshot_state {
   atomic<std::uint32_t> state_{0};
   atomic<std::uint32_t> handles_{2};
   wait_list list_;
+  wait_list sender_list_;
   alignas(T) std::byte slot_[sizeof(T)];
+};
+
+/// The sender's wait for the receiver to close or go, as an event source (the outcome carries
+/// nothing: the event is the only way it ends).
+template <class T>
+struct oneshot_closed_source {
+  using outcome = bool;
+  oneshot_state<T>* state;
+
+  auto poll(outcome& out) const noexcept -> bool {
+    out = state->receiver_closed();
+    return out;
+  }
+  [[nodiscard]] auto list() const noexcept -> wait_list& { return state->sender_list(); }
+  [[nodiscard]] auto ready() const noexcept -> bool { return state->receiver_closed_ready(); }
 };
 
 /// The receiver's wait as an event source (detail/sync/event_case.hpp): the outcome is the

@@ -187,10 +187,6 @@ class watch_state {
 
   [[nodiscard]] auto list() noexcept -> wait_list& { return list_; }
 
-  /// Whether a waiter is still asleep on the list: a snapshot for quiescent model checks.
-  [[nodiscard]] auto waiting_at_quiescence() const noexcept -> bool {
-    return list_.waiting_at_quiescence();
-  }
 
  private:
   /// Moves the version on, unlocks, wakes every waiting receiver.
