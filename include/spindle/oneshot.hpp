@@ -113,8 +113,10 @@ class oneshot_closed_awaiter : public event_awaiter<oneshot_closed_source<T>> {
 
 /// Makes a oneshot: a connected pair of a oneshot_sender<T> and a oneshot_receiver<T>.
 /// Throws: std::bad_alloc.
+///
+/// Returns: std::pair<oneshot_sender<T>, oneshot_receiver<T>> (deduced, as bounded()'s).
 template <transferable T>
-auto oneshot() -> std::pair<oneshot_sender<T>, oneshot_receiver<T>> {
+auto oneshot() {
   return detail::oneshot_access::make_pair<T>();
 }
 

@@ -164,8 +164,11 @@ class watch_changed_awaiter : public event_awaiter<watch_source<T>, Extra...> {
 /// Makes a watch holding `initial` (version 0): the sender and a first receiver, which starts
 /// as having seen version 0.
 /// Throws: std::bad_alloc.
+///
+/// Returns: std::pair<watch_sender<T>, watch_receiver<T>> (deduced, so that a type that is not
+/// transferable is reported as such rather than as a failure to name the handles).
 template <transferable T>
-auto watch(T initial) -> std::pair<watch_sender<T>, watch_receiver<T>> {
+auto watch(T initial) {
   return detail::watch_access::make_pair<T>(std::move(initial));
 }
 
