@@ -38,7 +38,7 @@
 // Thread safety: each handle is used by one thread (or coroutine) at a time; the two handles may
 // be used concurrently from anywhere. A moved-from handle may only be destroyed or assigned to;
 // any other use is reported in every build.
-// Memory: one allocation per pair (the value's slot, two words and a wait list).
+// Memory: one allocation per pair (the value's slot, two words and two wait lists).
 // When not to use: for a stream of values use a channel; for the latest of many values that
 // several readers watch, spindle::watch.
 // Examples: tests/oneshot_test.cpp (test `Oneshot.Example`).
