@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
-// The shared state of spindle::oneshot: one slot for one value, one state word, one wait list
-// for the receiver's waits (a thread, a coroutine or a select), and a count of the two handles.
+// The shared state of spindle::oneshot: one slot for one value, one state word, a wait list for
+// the receiver's waits (a thread, a coroutine or a select), one for the sender's wait for the
+// receiver to leave, and a count of the two handles.
 //
 // State word `state_` (bits, each set at most once, never cleared):
 //   sent          the sender constructed the value in the slot and published it;
@@ -16,6 +17,7 @@
 //     see `sent` appear afterwards, or both it and the sender would own the value.
 //   receive: a CAS from a word with `sent` and not `taken` to the word | `taken`; the winner
 //     moves the value out of the slot and destroys it there.
+//   receiver's close: fetch_or(rx_closed).
 //   receiver's drop: fetch_or(rx_closed | taken); if the word had `sent` and not `taken`, the
 //     receiver destroys the value (the value goes with the last side that could receive it).
 //   sender's drop: fetch_or(sender_gone); a receiver that finds neither `sent` nor `taken` then
