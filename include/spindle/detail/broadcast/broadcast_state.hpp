@@ -168,7 +168,9 @@ class broadcast_state {
       slot& s = slots_[c.index];
       if (!try_lock_for_read(s)) {
         // The sender is rewriting this slot: it holds the lock for one destroy and one move.
-        spin.snooze();
+        // Wait with loads only, so that the writer, which waits for the reader count to drop,
+        // does not see it raised again and again by our retries.
+        wait_for_writer(s, spin);
         continue;
       }
       std::uint64_t const stamp = s.stamp;
@@ -327,6 +329,12 @@ class broadcast_state {
       return false;
     }
     return true;
+  }
+  static void wait_for_writer(slot& s, backoff& spin) noexcept {
+    do {
+      spin.snooze();
+      // relaxed: a hint; try_lock_for_read()'s acquire RMW decides.
+    } while ((s.lock.load(std::memory_order_relaxed) & writer_bit) != 0);
   }
   static void unlock_read(slot& s) noexcept {
     // release: our copy happens before the writer's destroy; pairs with (W1)/(W2).
