@@ -5,15 +5,31 @@
 // sharing 4 permits). spindle's are fair (FIFO hand-off); std::mutex on glibc is not, so the
 // contended rows compare a fair lock against a barging one: the price of fairness is visible
 // there, as it is for tokio's Mutex. Results: docs/performance.md, "Synchronisation primitives".
+//
+// Broadcast fan-out: one sender sends N messages as fast as it can into spindle::broadcast of
+// capacity 1024 while R receivers (1-16; threads, or coroutines on a 2-worker executor) each read
+// until the close. The figure is messages sent per second, from the start gate to the last
+// receiver's end of stream (tokio::sync::broadcast in the same shape: bench/anchors, `anchor-rust
+// bcast`). The sender never waits for a receiver, so a receiver that falls behind skips what was
+// overwritten: the `delivered` counter is the share of the R x N copies that were received (the
+// rest was reported lagged), which says how much of the throughput reached the receivers.
 
+#include <spindle/broadcast.hpp>
+#include <spindle/executor.hpp>
 #include <spindle/mutex.hpp>
 #include <spindle/semaphore.hpp>
+#include <spindle/task.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <latch>
 #include <mutex>
 #include <semaphore>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -74,6 +90,117 @@ void BM_StdSemaphore(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+/// What one receiver of the fan-out saw.
+struct fan_out_tally {
+  std::uint64_t received = 0;
+  std::uint64_t missed = 0;
+  std::uint64_t sum = 0;
+};
+
+constexpr std::uint64_t fan_out_messages = 1U << 20U;
+constexpr std::size_t fan_out_capacity = 1024;
+
+/// Reports one run that took `seconds` from the start to the last receiver's end of stream, and
+/// checks that every receiver accounted for every message.
+void fan_out_report(benchmark::State& state, std::vector<fan_out_tally> const& tallies,
+                    double seconds) {
+  std::uint64_t received = 0;
+  std::uint64_t missed = 0;
+  for (auto const& t : tallies) {
+    received += t.received;
+    missed += t.missed;
+    if (t.received + t.missed != fan_out_messages) {
+      state.SkipWithError("a receiver neither got nor was told it missed every message");
+    }
+  }
+  state.SetIterationTime(seconds);
+  // Every iteration sends fan_out_messages; the total is what items_per_second divides.
+  state.SetItemsProcessed(state.items_processed() + static_cast<std::int64_t>(fan_out_messages));
+  state.counters["delivered"] =
+      static_cast<double>(received) / static_cast<double>(received + missed);
+}
+
+void BM_BroadcastFanOutThreads(benchmark::State& state) {
+  auto const receivers = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    auto [tx, rx] = spindle::broadcast<std::uint64_t>(fan_out_capacity);
+    std::vector<fan_out_tally> tallies(receivers);
+    std::vector<spindle::broadcast_receiver<std::uint64_t>> rxs;
+    for (std::size_t i = 0; i < receivers; ++i) {
+      rxs.push_back(tx.subscribe());
+    }
+    { auto first = std::move(rx); }
+    std::latch gate(static_cast<std::ptrdiff_t>(receivers) + 1);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < receivers; ++i) {
+      threads.emplace_back([&gate, t = &tallies[i], r = &rxs[i]] {
+        gate.arrive_and_wait();
+        for (;;) {
+          auto m = r->recv();
+          if (m.is_received()) {
+            ++t->received;
+            t->sum += *m.value;
+          } else if (m.is_lagged()) {
+            t->missed += m.missed;
+          } else {
+            return;
+          }
+        }
+      });
+    }
+    gate.arrive_and_wait();
+    auto const start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < fan_out_messages; ++i) {
+      benchmark::DoNotOptimize(tx.send(std::uint64_t{i}));
+    }
+    tx.close();
+    for (auto& t : threads) {
+      t.join();
+    }
+    std::chrono::duration<double> const elapsed = std::chrono::steady_clock::now() - start;
+    fan_out_report(state, tallies, elapsed.count());
+  }
+}
+
+auto fan_out_receive(spindle::broadcast_receiver<std::uint64_t> r, fan_out_tally& t)
+    -> spindle::task<> {
+  for (;;) {
+    auto m = co_await r.async_recv();
+    if (m.is_received()) {
+      ++t.received;
+      t.sum += *m.value;
+    } else if (m.is_lagged()) {
+      t.missed += m.missed;
+    } else {
+      co_return;
+    }
+  }
+}
+
+void BM_BroadcastFanOutCoroutines(benchmark::State& state) {
+  auto const receivers = static_cast<std::size_t>(state.range(0));
+  spindle::executor ex(2);
+  for (auto _ : state) {
+    auto [tx, rx] = spindle::broadcast<std::uint64_t>(fan_out_capacity);
+    std::vector<fan_out_tally> tallies(receivers);
+    { auto first = std::move(rx); }
+    auto const start = std::chrono::steady_clock::now();
+    std::vector<spindle::join_handle<void>> handles;
+    for (std::size_t i = 0; i < receivers; ++i) {
+      handles.push_back(ex.spawn(fan_out_receive(tx.subscribe(), tallies[i])));
+    }
+    for (std::uint64_t i = 0; i < fan_out_messages; ++i) {
+      benchmark::DoNotOptimize(tx.send(std::uint64_t{i}));
+    }
+    tx.close();
+    for (auto& h : handles) {
+      h.join();
+    }
+    std::chrono::duration<double> const elapsed = std::chrono::steady_clock::now() - start;
+    fan_out_report(state, tallies, elapsed.count());
+  }
+}
+
 }  // namespace
 
 BENCHMARK(BM_SpindleMutex)->ThreadRange(1, 16)->UseRealTime();
@@ -81,5 +208,16 @@ BENCHMARK(BM_StdMutex)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK(BM_SpindleMutexTryLock)->Threads(1)->UseRealTime();
 BENCHMARK(BM_SpindleSemaphore)->ThreadRange(1, 16)->UseRealTime();
 BENCHMARK(BM_StdSemaphore)->ThreadRange(1, 16)->UseRealTime();
+
+BENCHMARK(BM_BroadcastFanOutThreads)
+    ->RangeMultiplier(2)
+    ->Range(1, 16)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BroadcastFanOutCoroutines)
+    ->RangeMultiplier(2)
+    ->Range(1, 16)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

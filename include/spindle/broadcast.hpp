@@ -16,7 +16,7 @@
 //
 // Semantics:
 //   - Messages are numbered in the order the senders' send() calls take effect (senders are
-//     serialised by a short mutex). Each receiver reads them in that order, each at most once.
+//     serialised by a short lock). Each receiver reads them in that order, each at most once.
 //   - A new receiver from subscribe() starts at the next message sent; a clone of a receiver
 //     starts where the original is now. The first receiver starts at message 0.
 //   - The ring holds the last `capacity` messages. A receiver whose next message was
@@ -38,9 +38,9 @@
 // (clone it to read from several); different receivers may be used concurrently. A select
 // case and an awaitable hold a reference to their receiver, which must outlive them.
 //
-// Progress: send() takes the senders' mutex, one slot's write lock (waiting only for a copy in
-// progress on that slot) and wakes receivers only when some wait: it never waits for a
-// receiver to catch up. try_recv() takes one slot's read lock (waiting only while a send
+// Progress: send() takes the senders' lock (a bit in the tail word), one slot's write lock (waiting
+// only for a copy in progress on that slot) and wakes receivers only when some wait: it never waits
+// for a receiver to catch up. try_recv() takes one slot's read lock (waiting only while a send
 // rewrites that slot). recv() blocks while nothing new is there.
 //
 // Happens-before: whatever a sender did before send(v) is visible to a receiver once its

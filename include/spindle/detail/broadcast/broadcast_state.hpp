@@ -15,10 +15,13 @@
 //     a receive touches the slot's lock word and nothing else: no shared counter that every
 //     receiver decrements, and a clone of a receiver costs nothing. The price: up to
 //     `capacity` messages stay alive after everyone read them.
-//   - The tail (next position and closed flag) is one atomic word, written under the senders'
-//     mutex and read without a lock: a receiver that finds nothing reads it instead of taking
-//     a mutex, and a blocked receiver waits on a wait list (detail/sync/wait_list.hpp) like
-//     every other spindle wait, so threads, coroutines and select wait alike.
+//   - tokio's tail mutex (next position, closed flag, waiter list) becomes one atomic word:
+//     the next position, the closed flag and a `locked` bit that serialises senders. A send
+//     takes the bit with one CAS and gives it back with the store that publishes the new
+//     position, so an uncontended send is two RMWs on the tail (tokio: a mutex lock and unlock
+//     around the same work) plus the slot's lock. Receivers read the word without a lock; a
+//     blocked receiver waits on a wait list (detail/sync/wait_list.hpp) like every other
+//     spindle wait, so threads, coroutines and select wait alike.
 //   - The capacity is exact (not rounded up to a power of two): a receiver lags when it falls
 //     more than `capacity` messages behind, not more than the next power of two. Positions
 //     advance with a wrapping index next to them, so no division is on the fast paths.
@@ -32,12 +35,17 @@
 // only for a copy that is running at that moment.
 //
 // Synchronization:
-//   - `tail_` = next position << 1 | closed. Written only under `send_mutex_` (send, close);
-//     read by receivers without a lock. INVARIANT: positions below tail_ >> 1 are written in
-//     their slots (each slot holds the newest position congruent to its index mod capacity).
-//   - `slot::lock`: bit 31 = writer, low bits = readers. Only the sender holding `send_mutex_`
-//     sets the writer bit. `slot::stamp` (position + 1 of the value held, 0 when empty) and
-//     the storage are written under the writer bit with no readers, read under a read lock.
+//   - `tail_` = next position << 2 | locked << 1 | closed. The `locked` bit is the senders'
+//     lock: set by a CAS in lock_tail(), cleared by the store that ends a send or a close.
+//     Only the holder changes the word; receivers read it without a lock. INVARIANT: positions
+//     below tail_ >> 2 are written in their slots (each slot holds the newest position
+//     congruent to its index mod capacity). `send_index_` is the slot of tail_ >> 2, read and
+//     written only by the holder.
+//   - `slot::lock`: bit 31 = writer, low bits = readers. Only the sender holding the tail lock
+//     sets the writer bit; a reader joins only while it is clear (a CAS), so while it is set the
+//     word changes only by readers leaving. `slot::stamp` (position + 1 of the value held, 0
+//     when empty) and the storage are written under the writer bit with no readers, read under
+//     a read lock.
 //   - `senders_`, `receivers_`, `refs_`: handle counts. The last sender closes; the last
 //     handle destroys the state.
 //   - `waiters_`: receivers waiting for a message (threads, coroutines, select cases).
@@ -51,8 +59,9 @@
 // receive returns a copy of v (the slot's write unlock is a release, the read lock an
 // acquire). close() happens before every receive that reports `closed` because of it.
 //
-// Progress: a send takes the senders' mutex (uncontended with one sender), takes one slot's
-// write lock (waiting only for copies in progress) and wakes receivers only when some wait.
+// Progress: a send takes the tail lock (uncontended with one sender; concurrent senders spin
+// and yield for the length of one slot write), takes one slot's write lock (waiting only for
+// copies in progress) and wakes receivers only when some wait.
 // A receive takes one slot's read lock (waiting only while the sender rewrites that slot).
 
 #include <spindle/broadcast_result.hpp>
@@ -60,13 +69,11 @@
 #include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/cache_padded.hpp>
 #include <spindle/detail/sync/config.hpp>
-#include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -105,38 +112,36 @@ class broadcast_state {
 
   /// Stores `value` for every receiver, overwriting the oldest message when the ring is full.
   auto send(T&& value) noexcept -> broadcast_send_result<T> {
-    std::size_t receivers = 0;
-    {
-      std::lock_guard lock(send_mutex_);
-      // relaxed: tail_ is written only under send_mutex_, which we hold.
-      std::uint64_t const t = tail_.value.load(std::memory_order_relaxed);
-      if ((t & closed_bit) != 0) {
-        return {broadcast_send_status::closed, 0, std::optional<T>(std::move(value))};
-      }
-      // relaxed: a snapshot for the caller; a receiver made concurrently may or may not get
-      // this message, as its subscribe() reads the tail before or after (S) below.
-      receivers = receivers_.load(std::memory_order_relaxed);
-      if (receivers == 0) {
-        return {broadcast_send_status::no_receivers, 0, std::optional<T>(std::move(value))};
-      }
-      std::uint64_t const pos = t >> 1U;
-      slot& s = slots_[send_index_];
-      lock_for_write(s);
-      if (s.stamp != 0) {
-        // SAFETY: we hold the write lock and no reader is inside (lock_for_write waited for
-        // them), and stamp != 0 says the slot holds a live T.
-        std::destroy_at(s.value());
-      }
-      // SAFETY: as above; the storage holds no live T now. T's move does not throw.
-      ::new (static_cast<void*>(s.storage)) T(std::move(value));
-      s.stamp = pos + 1;
-      unlock_write(s);
-      send_index_ = send_index_ + 1 == capacity_ ? 0 : send_index_ + 1;
-      // seq_cst (S): publishes the position to receivers that read tail_ (their acquire or
-      // seq_cst loads); with (B) below it is the sender's half of the Dekker pair with a
-      // waiter's push (A) and re-check (R) (file comment).
-      tail_.value.store((pos + 1) << 1U, std::memory_order_seq_cst);
+    std::uint64_t const t = lock_tail();
+    if ((t & closed_bit) != 0) {
+      unlock_tail(t);
+      return {broadcast_send_status::closed, 0, std::optional<T>(std::move(value))};
     }
+    // relaxed: a snapshot for the caller; a receiver made concurrently may or may not get this
+    // message, as its subscribe() reads the tail before or after (S) below.
+    std::size_t const receivers = receivers_.load(std::memory_order_relaxed);
+    if (receivers == 0) {
+      unlock_tail(t);
+      return {broadcast_send_status::no_receivers, 0, std::optional<T>(std::move(value))};
+    }
+    std::uint64_t const pos = t >> position_shift;
+    slot& s = slots_[send_index_];
+    lock_for_write(s);
+    if (s.stamp != 0) {
+      // SAFETY: we hold the write lock and no reader is inside (lock_for_write waited for
+      // them), and stamp != 0 says the slot holds a live T.
+      std::destroy_at(s.value());
+    }
+    // SAFETY: as above; the storage holds no live T now. T's move does not throw.
+    ::new (static_cast<void*>(s.storage)) T(std::move(value));
+    s.stamp = pos + 1;
+    unlock_write(s);
+    send_index_ = send_index_ + 1 == capacity_ ? 0 : send_index_ + 1;
+    // seq_cst (S): publishes the position to receivers that read tail_ (their acquire or
+    // seq_cst loads) and releases the tail lock (the next sender's acquire CAS in lock_tail()
+    // sees send_index_ and the slot as we left them); with (B) below it is the sender's half of
+    // the Dekker pair with a waiter's push (A) and re-check (R) (file comment).
+    tail_.value.store((pos + 1) << position_shift, std::memory_order_seq_cst);
     // (B): one load when nobody waits.
     wake_all();
     return {broadcast_send_status::sent, receivers, std::nullopt};
@@ -144,12 +149,10 @@ class broadcast_state {
 
   /// Marks the broadcast closed: later sends fail, receivers read what is held, then `closed`.
   void close() noexcept {
-    {
-      std::lock_guard lock(send_mutex_);
-      // seq_cst: the Dekker store (S) as in send(): a waiter's re-check (R) sees it or the
-      // wake below sees the waiter. Under send_mutex_: no send completes after it.
-      tail_.value.fetch_or(closed_bit, std::memory_order_seq_cst);
-    }
+    std::uint64_t const t = lock_tail();
+    // seq_cst: the Dekker store (S) as in send(): a waiter's re-check (R) sees it or the wake
+    // below sees the waiter. It also releases the tail lock: no send completes after it.
+    tail_.value.store(t | closed_bit, std::memory_order_seq_cst);
     wake_all();
   }
 
@@ -168,8 +171,7 @@ class broadcast_state {
       slot& s = slots_[c.index];
       if (!try_lock_for_read(s)) {
         // The sender is rewriting this slot: it holds the lock for one destroy and one move.
-        // Wait with loads only, so that the writer, which waits for the reader count to drop,
-        // does not see it raised again and again by our retries.
+        // Wait with loads only, off the line's ownership.
         wait_for_writer(s, spin);
         continue;
       }
@@ -189,7 +191,7 @@ class broadcast_state {
       }
       // Not written yet. seq_cst (R): the waiter's re-check of ready() uses the same load.
       std::uint64_t const t = tail_.value.load(std::memory_order_seq_cst);
-      if ((t >> 1U) > c.next) {
+      if ((t >> position_shift) > c.next) {
         // Sent between our look at the slot and this load: read it.
         continue;
       }
@@ -205,13 +207,13 @@ class broadcast_state {
   [[nodiscard]] auto ready(broadcast_cursor const& c) const noexcept -> bool {
     // seq_cst (R): pairs with (S) in send() and close(); see the file comment.
     std::uint64_t const t = tail_.value.load(std::memory_order_seq_cst);
-    return (t >> 1U) > c.next || (t & closed_bit) != 0;
+    return (t >> position_shift) > c.next || (t & closed_bit) != 0;
   }
 
   /// A cursor at the next message to be sent (subscribe()).
   [[nodiscard]] auto cursor_at_tail() const noexcept -> broadcast_cursor {
     // acquire: pairs with (S); every message from this position on is one we will read.
-    std::uint64_t const pos = tail_.value.load(std::memory_order_acquire) >> 1U;
+    std::uint64_t const pos = tail_.value.load(std::memory_order_acquire) >> position_shift;
     return broadcast_cursor{pos, static_cast<std::size_t>(pos % capacity_)};
   }
 
@@ -266,11 +268,13 @@ class broadcast_state {
 
  private:
   static constexpr std::uint64_t closed_bit = 1;
+  static constexpr std::uint64_t locked_bit = 2;
+  static constexpr unsigned position_shift = 2;
   static constexpr std::uint32_t writer_bit = std::uint32_t{1} << 31U;
   static constexpr std::uint32_t reader_mask = writer_bit - 1;
 
   struct slot {
-    // INVARIANT: the writer bit is set only by the sender holding send_mutex_; while it is
+    // INVARIANT: the writer bit is set only by the sender holding the tail lock; while it is
     // set with no readers counted, the sender alone touches stamp and storage.
     atomic<std::uint32_t> lock{0};
     // INVARIANT: storage holds a live T exactly when stamp != 0; stamp = its position + 1.
@@ -299,36 +303,68 @@ class broadcast_state {
     return capacity;
   }
 
-  /// Takes the write lock: announces the writer (readers arriving from now on back off),
-  /// then waits for the copies in progress.
+  /// Takes the senders' lock (the `locked` bit of tail_); returns the word without it.
+  auto lock_tail() noexcept -> std::uint64_t {
+    backoff spin;
+    // relaxed: a first look; the CAS below decides.
+    std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((t & locked_bit) == 0) {
+        // acquire: pairs with the seq_cst store that ended the previous send or close (or
+        // unlock_tail()): its slot write and send_index_ are visible to us. relaxed on failure:
+        // we look again.
+        if (tail_.value.compare_exchange_weak(t, t | locked_bit, std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+          return t;
+        }
+        continue;
+      }
+      // Another sender is inside for one slot write: wait with loads only.
+      spin.snooze();
+      // relaxed: a look; the CAS decides.
+      t = tail_.value.load(std::memory_order_relaxed);
+    }
+  }
+  /// Gives the senders' lock back without sending: `t` is what lock_tail() returned.
+  void unlock_tail(std::uint64_t t) noexcept {
+    // release: pairs with the acquire CAS in lock_tail(); nothing was written.
+    tail_.value.store(t, std::memory_order_release);
+  }
+
+  /// Takes the write lock: announces the writer (readers arriving from now on stay out), then
+  /// waits for the copies in progress.
   static void lock_for_write(slot& s) noexcept {
     // acquire (W1): pairs with the release in unlock_read() of readers that left before; no
-    // other writer exists (send_mutex_).
+    // other writer exists (the tail lock).
     std::uint32_t seen = s.lock.fetch_or(writer_bit, std::memory_order_acquire);
     backoff spin;
     while ((seen & reader_mask) != 0) {
       spin.snooze();
       // acquire (W2): pairs with the release fetch_sub in unlock_read(): a reader's copy
-      // happens before we destroy the value it copied. A reader's backing-off decrement is
-      // relaxed, but it continues the release sequence of the unlocks before it.
+      // happens before we destroy the value it copied.
       seen = s.lock.load(std::memory_order_acquire);
     }
   }
   static void unlock_write(slot& s) noexcept {
-    // release: publishes the new value and stamp; pairs with the acquire fetch_add in
-    // try_lock_for_read(). Readers that backed off may still hold a transient count.
-    s.lock.fetch_and(reader_mask, std::memory_order_release);
+    // release: publishes the new value and stamp; pairs with the acquire CAS in
+    // try_lock_for_read(). A plain store suffices: while the writer bit is set no reader
+    // changes the word (they join only by a CAS that sees the bit clear), and the count is 0.
+    s.lock.store(0, std::memory_order_release);
   }
   [[nodiscard]] static auto try_lock_for_read(slot& s) noexcept -> bool {
-    // acquire: pairs with the release in unlock_write(): the value and stamp we read are the
-    // ones the sender wrote.
-    std::uint32_t const before = s.lock.fetch_add(1, std::memory_order_acquire);
-    if ((before & writer_bit) != 0) {
-      // relaxed: we read nothing under this count; the writer waits for it to go (W2).
-      s.lock.fetch_sub(1, std::memory_order_relaxed);
-      return false;
+    // relaxed: a first look; the CAS decides.
+    std::uint32_t v = s.lock.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((v & writer_bit) != 0) {
+        return false;
+      }
+      // acquire: pairs with the release store in unlock_write(): the value and stamp we read
+      // are the ones the sender wrote. relaxed on failure: we look again.
+      if (s.lock.compare_exchange_weak(v, v + 1, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        return true;
+      }
     }
-    return true;
   }
   static void wait_for_writer(slot& s, backoff& spin) noexcept {
     do {
@@ -352,7 +388,7 @@ class broadcast_state {
       -> broadcast_recv_result<T> {
     // acquire: pairs with (S). The slot we saw may be newer than the tail we read (the sender
     // stores the tail after the slot), so the tail is at least `stamp`.
-    std::uint64_t tail = tail_.value.load(std::memory_order_acquire) >> 1U;
+    std::uint64_t tail = tail_.value.load(std::memory_order_acquire) >> position_shift;
     if (tail < stamp) {
       tail = stamp;
     }
@@ -380,9 +416,8 @@ class broadcast_state {
 
   std::size_t const capacity_;
   std::unique_ptr<slot[]> slots_;
-  // The sender side: written under send_mutex_.
+  // The sender side: send_index_ is guarded by the tail lock.
   cache_padded<atomic<std::uint64_t>> tail_;
-  mutex send_mutex_;
   std::size_t send_index_ = 0;
   wait_list waiters_;
   atomic<std::size_t> waiting_{0};
