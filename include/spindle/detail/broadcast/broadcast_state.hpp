@@ -125,8 +125,13 @@ class broadcast_state {
       return {broadcast_send_status::no_receivers, 0, std::optional<T>(std::move(value))};
     }
     std::uint64_t const pos = t >> position_shift;
+    // The plain fields the tail lock and the slot lock guard, marked for the model checker's
+    // race detector (nothing in other builds).
+    note_write(&send_index_, sizeof(send_index_));
     slot& s = slots_[send_index_];
     lock_for_write(s);
+    note_write(&s.stamp, sizeof(s.stamp));
+    note_write(s.storage, sizeof(T));
     if (s.stamp != 0) {
       // SAFETY: we hold the write lock and no reader is inside (lock_for_write waited for
       // them), and stamp != 0 says the slot holds a live T.
@@ -175,8 +180,10 @@ class broadcast_state {
         wait_for_writer(s, spin);
         continue;
       }
+      note_read(&s.stamp, sizeof(s.stamp));
       std::uint64_t const stamp = s.stamp;
       if (stamp == c.next + 1) {
+        note_read(s.storage, sizeof(T));
         read_guard guard(s);
         // SAFETY: the read lock keeps the sender from destroying the value while we copy it;
         // the stamp says it is the message at our position.
