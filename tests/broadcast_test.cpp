@@ -382,6 +382,49 @@ TEST(Broadcast, ConcurrentSendersAndSlowReceiversLoseNothingSilently) {
   }
 }
 
+TEST(Broadcast, ReceiversNeverCopyAValueBeingOverwritten) {
+  // Strings long enough to live on the heap, a ring of 2 and receivers that lag all the time:
+  // the sender overwrites the slots the receivers copy from. Every copy must be whole (its
+  // text matches its number) and every string is freed once (ASan/TSan builds check that).
+  constexpr int messages = 20000;
+  auto text = [](int i) {
+    return std::string(40, static_cast<char>('a' + i % 26)) + std::to_string(i);
+  };
+  auto [tx, rx] = spindle::broadcast<std::string>(2);
+  std::vector<spindle::broadcast_receiver<std::string>> rxs;
+  for (int i = 0; i < 3; ++i) {
+    rxs.push_back(tx.subscribe());
+  }
+  { auto first = std::move(rx); }
+  std::atomic<int> torn{0};
+  std::vector<std::thread> readers;
+  for (auto& r : rxs) {
+    readers.emplace_back([&torn, &text, p = &r] {
+      for (;;) {
+        auto m = p->recv();
+        if (m.is_closed()) {
+          return;
+        }
+        if (m.is_received()) {
+          auto const& v = *m.value;
+          int const i = std::stoi(v.substr(40));
+          if (v != text(i)) {
+            torn.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  for (int i = 0; i < messages; ++i) {
+    static_cast<void>(tx.send(text(i)));
+  }
+  { auto gone = std::move(tx); }
+  for (auto& t : readers) {
+    t.join();
+  }
+  EXPECT_EQ(torn.load(), 0);
+}
+
 TEST(Broadcast, SelectBesideAChannel) {
   auto [btx, brx] = spindle::broadcast<int>(2);
   auto [ctx, crx] = spindle::bounded<int>(1);
