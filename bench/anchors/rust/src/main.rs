@@ -14,7 +14,7 @@
 //!   anchor-rust coro pingpong --rounds R --threads T
 //!   anchor-rust coro fanin --tasks 10000 --msgs 100 --capacity 1024 --threads T
 //!   anchor-rust coro select --msgs 1000000 --capacity 1024 --threads T
-//!   anchor-rust coro bcast --receivers R --msgs 1048576 --capacity 1024 --threads T
+//!   anchor-rust coro bcast --receivers R --msgs 1048576 --capacity 1024 --threads T [--paced 1]
 //!
 //! The threads of a scenario are created first and wait at a start gate; the clock starts when
 //! the gate opens, as in spindle-bench, so thread creation is not part of the figure.
