@@ -382,6 +382,42 @@ TEST(Broadcast, ConcurrentSendersAndSlowReceiversLoseNothingSilently) {
   }
 }
 
+TEST(Broadcast, MoreSendersThanCoresAllGetThrough) {
+  // Eight senders on a machine of a few cores take turns at the senders' lock; every send
+  // completes and the receiver accounts for every message.
+  constexpr int senders = 8;
+  constexpr int per_sender = 5000;
+  auto [tx, rx] = spindle::broadcast<int>(64);
+  std::uint64_t accounted = 0;
+  std::thread reader([&accounted, r = std::move(rx)]() mutable {
+    for (;;) {
+      auto m = r.recv();
+      if (m.is_closed()) {
+        return;
+      }
+      accounted += m.is_lagged() ? m.missed : 1;
+    }
+  });
+  std::atomic<int> sent{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < senders; ++k) {
+    threads.emplace_back([&sent, s = tx]() mutable {
+      for (int i = 0; i < per_sender; ++i) {
+        if (s.send(int{i})) {
+          sent.fetch_add(1);
+        }
+      }
+    });
+  }
+  { auto gone = std::move(tx); }
+  for (auto& t : threads) {
+    t.join();
+  }
+  reader.join();
+  EXPECT_EQ(sent.load(), senders * per_sender);
+  EXPECT_EQ(accounted, static_cast<std::uint64_t>(senders) * per_sender);
+}
+
 TEST(Broadcast, ReceiversNeverCopyAValueBeingOverwritten) {
   // Strings long enough to live on the heap, a ring of 2 and receivers that lag all the time:
   // the sender overwrites the slots the receivers copy from. Every copy must be whole (its
