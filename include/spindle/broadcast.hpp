@@ -11,8 +11,8 @@
 //
 // Design: tokio's broadcast channel (tokio-rs/tokio: tokio/src/sync/broadcast.rs): a ring of
 // `capacity` slots, each with the position of the message it holds and a reader-writer lock;
-// how this one differs, and why, is in detail/broadcast/broadcast_state.hpp. Worked example:
-// the `Example` test of tests/broadcast_test.cpp.
+// how this one differs, and why, is in detail/broadcast/broadcast_state.hpp. Worked examples:
+// the `Example` test of tests/broadcast_test.cpp and examples/broadcast_config.cpp.
 //
 // Semantics:
 //   - Messages are numbered in the order the senders' send() calls take effect (senders are
@@ -38,10 +38,11 @@
 // (clone it to read from several); different receivers may be used concurrently. A select
 // case and an awaitable hold a reference to their receiver, which must outlive them.
 //
-// Progress: send() takes the senders' lock (a bit in the tail word), one slot's write lock (waiting
-// only for a copy in progress on that slot) and wakes receivers only when some wait: it never waits
-// for a receiver to catch up. try_recv() takes one slot's read lock (waiting only while a send
-// rewrites that slot). recv() blocks while nothing new is there.
+// Progress: send() takes the senders' lock (a bit in the tail word; concurrent senders spin and
+// yield while one is inside), one slot's write lock (waiting only for a copy in progress on that
+// slot) and wakes receivers only when some wait: it never waits for a receiver to catch up.
+// try_recv() takes one slot's read lock (waiting only while a send rewrites that slot). recv()
+// blocks while nothing new is there.
 //
 // Happens-before: whatever a sender did before send(v) is visible to a receiver once its
 // receive returns a copy of v. close() happens before every receive that reports `closed`.
