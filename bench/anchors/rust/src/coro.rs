@@ -15,13 +15,23 @@
 //! drop their sender; one task receives with `tokio::select!` over the four until every one is
 //! closed and drained. The time runs from the first spawn to the receiver's end.
 //!
+//! bcast: `--receivers` tasks each subscribe to one `tokio::sync::broadcast::channel(--capacity)`
+//! and receive until it is closed; the calling thread (outside the runtime, as sync_bench's
+//! BM_BroadcastFanOutCoroutines sends from the benchmark thread) sends `--msgs` messages as fast
+//! as it can and drops the sender. The time runs from the first spawn to the last receiver's end
+//! of stream; `mops` is messages sent per second. A receiver that falls behind is told how many
+//! it lost (`Lagged`); `delivered` is the share of the receivers x messages copies received.
+//! Verified when each receiver's received and lagged counts add up to the messages sent and the
+//! values it received rise. With `--paced 1` the sender waits whenever it is half the capacity
+//! ahead of the slowest receiver, so that none lags: the figure is then delivered throughput.
+//!
 //! A message is `(sender << 32) | sequence`, sequences counting from 1. The receiver checks
 //! that each sender's sequences arrive in order, one after the other (tokio's mpsc is FIFO per
 //! sender), and the run is verified when every sender's count matches what it sent.
 
 use crate::{report_messages, report_round_trips, Options};
 use std::time::Instant;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 pub fn run(workload: &str, o: &Options) -> bool {
     let threads = o.count("threads", 2) as usize;
@@ -37,6 +47,13 @@ pub fn run(workload: &str, o: &Options) -> bool {
             o.count("msgs", 1_000_000),
             o.count("capacity", 1024),
             threads,
+        ),
+        "bcast" => bcast(
+            o.count("receivers", 4),
+            o.count("msgs", 1 << 20),
+            o.count("capacity", 1024),
+            threads,
+            o.u64("paced", 0) != 0,
         ),
         _ => return false,
     }
@@ -228,6 +245,73 @@ fn select(per_sender: u64, capacity: u64, threads: usize) {
         ],
         SENDERS * per_sender,
         elapsed.as_secs_f64(),
+        ok,
+    );
+}
+
+fn bcast(receivers: u64, msgs: u64, capacity: u64, threads: usize, paced: bool) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let rt = runtime(threads);
+    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..receivers).map(|_| AtomicU64::new(0)).collect());
+    let t0 = Instant::now();
+    let (tx, first) = broadcast::channel::<u64>(capacity as usize);
+    let mut handles = Vec::new();
+    for k in 0..receivers as usize {
+        let mut rx = tx.subscribe();
+        let progress = progress.clone();
+        handles.push(rt.spawn(async move {
+            let (mut received, mut lagged, mut last, mut rising) = (0u64, 0u64, 0u64, true);
+            loop {
+                match rx.recv().await {
+                    Ok(v) => {
+                        rising &= received + lagged == 0 || v > last;
+                        last = v;
+                        received += 1;
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => lagged += n,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                progress[k].store(received + lagged, Ordering::Relaxed);
+            }
+            (received, lagged, rising)
+        }));
+    }
+    drop(first);
+    for i in 0..msgs {
+        if paced && i % 64 == 0 {
+            for p in progress.iter() {
+                while i - p.load(Ordering::Relaxed) >= capacity / 2 {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        let _ = tx.send(i);
+    }
+    drop(tx);
+    let (mut ok, mut received) = (true, 0u64);
+    for h in handles {
+        let (r, l, rising) = rt.block_on(h).expect("receiver task");
+        ok &= rising && r + l == msgs;
+        received += r;
+    }
+    let s = t0.elapsed().as_secs_f64();
+    if !ok {
+        crate::complain("a receiver lost a message without a lag report, or got one out of order");
+    }
+    let delivered = format!("{:.4}", received as f64 / (receivers * msgs) as f64);
+    crate::report_run(
+        "tokio",
+        "coro-bcast",
+        &[
+            ("receivers", receivers.to_string()),
+            ("msgs", msgs.to_string()),
+            ("capacity", capacity.to_string()),
+            ("threads", threads.to_string()),
+            ("paced", (paced as u8).to_string()),
+        ],
+        s,
+        &[("mops", crate::mops(msgs, s)), ("delivered", delivered)],
         ok,
     );
 }

@@ -14,6 +14,7 @@
 //!   anchor-rust coro pingpong --rounds R --threads T
 //!   anchor-rust coro fanin --tasks 10000 --msgs 100 --capacity 1024 --threads T
 //!   anchor-rust coro select --msgs 1000000 --capacity 1024 --threads T
+//!   anchor-rust coro bcast --receivers R --msgs 1048576 --capacity 1024 --threads T [--paced 1]
 //!
 //! The threads of a scenario are created first and wait at a start gate; the clock starts when
 //! the gate opens, as in spindle-bench, so thread creation is not part of the figure.
@@ -203,7 +204,7 @@ pub fn complain(what: &str) {
 pub fn usage(why: &str) -> ! {
     eprintln!("anchor-rust: {}", why);
     eprintln!("usage: anchor-rust chan mpmc|pingpong|select, deque owner|steal|batch,");
-    eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select [--option value ...]");
+    eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select|bcast [--option value ...]");
     eprintln!("(the scenarios and options are listed at the top of src/main.rs and in README.md)");
     process::exit(2);
 }
