@@ -14,6 +14,11 @@
 //!   anchor-rust coro pingpong --rounds R --threads T
 //!   anchor-rust coro fanin --tasks 10000 --msgs 100 --capacity 1024 --threads T
 //!   anchor-rust coro select --msgs 1000000 --capacity 1024 --threads T
+//!   anchor-rust sync uncontended --ops N --threads T
+//!   anchor-rust sync mutex --tasks W --ops N --threads T
+//!   anchor-rust sync semaphore --tasks W --permits P --ops N --threads T
+//!   anchor-rust sync notify --rounds R --threads T
+//!   anchor-rust sync broadcast --receivers R --msgs M --capacity K --threads T
 //!
 //! The threads of a scenario are created first and wait at a start gate; the clock starts when
 //! the gate opens, as in spindle-bench, so thread creation is not part of the figure.
@@ -22,6 +27,7 @@ mod chan;
 mod coro;
 mod deque;
 mod exec;
+mod sync;
 
 use std::collections::HashMap;
 use std::process;
@@ -203,7 +209,8 @@ pub fn complain(what: &str) {
 pub fn usage(why: &str) -> ! {
     eprintln!("anchor-rust: {}", why);
     eprintln!("usage: anchor-rust chan mpmc|pingpong|select, deque owner|steal|batch,");
-    eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select [--option value ...]");
+    eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select,");
+    eprintln!("       sync uncontended|mutex|semaphore|notify|broadcast [--option value ...]");
     eprintln!("(the scenarios and options are listed at the top of src/main.rs and in README.md)");
     process::exit(2);
 }
@@ -220,6 +227,7 @@ fn main() {
         "deque" => deque::run(workload, &options),
         "exec" => exec::run(workload, &options),
         "coro" => coro::run(workload, &options),
+        "sync" => sync::run(workload, &options),
         _ => false,
     };
     if !known {
