@@ -152,7 +152,13 @@ fn mutex(tasks: u64, ops: u64, threads: usize) {
         }
         let elapsed = t0.elapsed();
         let g = m.lock().await;
-        (elapsed, State { x: g.x, count: g.count })
+        (
+            elapsed,
+            State {
+                x: g.x,
+                count: g.count,
+            },
+        )
     });
     let ok = state.count == ops && state.x == serial(ops * STEPS);
     if !ok {
