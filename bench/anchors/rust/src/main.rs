@@ -14,14 +14,17 @@
 //!   anchor-rust coro pingpong --rounds R --threads T
 //!   anchor-rust coro fanin --tasks 10000 --msgs 100 --capacity 1024 --threads T
 //!   anchor-rust coro select --msgs 1000000 --capacity 1024 --threads T
+//!
+//! The threads of a scenario are created first and wait at a start gate; the clock starts when
+//! the gate opens, as in spindle-bench, so thread creation is not part of the figure.
+//!
+//! The synchronisation scenarios (src/sync.rs; tokio::sync):
+//!
 //!   anchor-rust sync uncontended --ops N --threads T
 //!   anchor-rust sync mutex --tasks W --ops N --threads T
 //!   anchor-rust sync semaphore --tasks W --permits P --ops N --threads T
 //!   anchor-rust sync notify --rounds R --threads T
 //!   anchor-rust sync broadcast --receivers R --msgs M --capacity K --threads T
-//!
-//! The threads of a scenario are created first and wait at a start gate; the clock starts when
-//! the gate opens, as in spindle-bench, so thread creation is not part of the figure.
 
 mod chan;
 mod coro;
@@ -209,9 +212,9 @@ pub fn complain(what: &str) {
 pub fn usage(why: &str) -> ! {
     eprintln!("anchor-rust: {}", why);
     eprintln!("usage: anchor-rust chan mpmc|pingpong|select, deque owner|steal|batch,");
-    eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select,");
-    eprintln!("       sync uncontended|mutex|semaphore|notify|broadcast [--option value ...]");
+    eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select [--option value ...]");
     eprintln!("(the scenarios and options are listed at the top of src/main.rs and in README.md)");
+    eprintln!("usage: anchor-rust sync uncontended|mutex|semaphore|notify|broadcast [--option value]");
     process::exit(2);
 }
 
