@@ -214,7 +214,7 @@ pub fn usage(why: &str) -> ! {
     eprintln!("usage: anchor-rust chan mpmc|pingpong|select, deque owner|steal|batch,");
     eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select [--option value ...]");
     eprintln!("(the scenarios and options are listed at the top of src/main.rs and in README.md)");
-    eprintln!("usage: anchor-rust sync uncontended|mutex|semaphore|notify|broadcast [--option value]");
+    eprintln!("usage: anchor-rust sync uncontended|mutex|semaphore|notify|broadcast [...]");
     process::exit(2);
 }
 
