@@ -48,9 +48,10 @@
 //   broadcast     for each R of --receivers (default 1, 4, 16), one sender sends --msgs
 //                 messages (default 1,000,000) to R receivers: million messages per second.
 //                 Anchors only for now: tokio::sync::broadcast of --capacity (default 1024),
-//                 its sender holding back while the slowest receiver is a capacity behind (so
-//                 none lags), and Go, a channel of that capacity per receiver. The spindle row
-//                 is added once spindle::broadcast exists.
+//                 its sender taking credits from a semaphore of a capacity per receiver, a
+//                 quarter at a time, which the receiver gives back as it reads (so none lags),
+//                 and Go, a channel of that capacity per receiver. The spindle row is added
+//                 once spindle::broadcast exists.
 //
 // Anchors run as separate processes, one per run (anchor-rust sync and anchor-go sync,
 // bench/anchors; found as anchors.hpp says); where one is not found its rows are left out.
@@ -613,8 +614,8 @@ void broadcast_scenario(u64 msgs, u64 receivers, u64 capacity, std::size_t worke
   std::vector<std::string> const args{"--receivers", r, "--msgs", std::to_string(msgs),
                                       "--capacity",  k};
   add_anchor(m, anchors::program::rust, "broadcast", args, workers, by_rate(msgs), main_row,
-             "channel(" + k + "), the sender holds back a capacity ahead of the slowest " +
-                 "receiver (none lags); a runtime of " + w + " workers");
+             "channel(" + k + "), flow control by a Semaphore of " + k +
+                 " credits per receiver (none lags); a runtime of " + w + " workers");
   add_anchor(m, anchors::program::go, "broadcast", args, workers, by_rate(msgs),
              "Go chan per receiver, " + r + " receivers",
              "capacity " + k + " each, blocking sends in turn; GOMAXPROCS " + w);
