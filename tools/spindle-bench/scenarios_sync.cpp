@@ -189,20 +189,25 @@ auto share(u64 ops, u64 parties, u64 t) -> u64 {
 }
 
 /// Runs `body(t)` on `parties` threads that start together; seconds from the gate to the last
-/// one's end.
+/// one's end. The clock is read before the gate opens (every thread is waiting at it by then),
+/// so a measuring thread descheduled at the wrong moment cannot start the clock after the
+/// work.
 template <class Body>
 auto on_threads(u64 parties, Body body) -> double {
-  std::latch gate(static_cast<std::ptrdiff_t>(parties) + 1);
+  std::latch ready(static_cast<std::ptrdiff_t>(parties));
+  std::latch gate(1);
   std::vector<std::thread> threads;
   threads.reserve(parties);
   for (u64 t = 0; t < parties; ++t) {
-    threads.emplace_back([&gate, &body, t] {
-      gate.arrive_and_wait();
+    threads.emplace_back([&ready, &gate, &body, t] {
+      ready.count_down();
+      gate.wait();
       body(t);
     });
   }
-  gate.arrive_and_wait();
+  ready.wait();
   auto const t0 = clock::now();
+  gate.count_down();
   for (auto& th : threads) {
     th.join();
   }
