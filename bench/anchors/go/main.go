@@ -11,6 +11,11 @@
 //	anchor-go coro pingpong --rounds R --threads T
 //	anchor-go coro fanin --tasks 10000 --msgs 100 --capacity 1024 --threads T
 //	anchor-go coro select --msgs 1000000 --capacity 1024 --threads T
+//	anchor-go sync uncontended --ops N --threads T
+//	anchor-go sync mutex --tasks W --ops N --threads T
+//	anchor-go sync semaphore --tasks W --permits P --ops N --threads T
+//	anchor-go sync notify --rounds R --threads T
+//	anchor-go sync broadcast --receivers R --msgs M --capacity K --threads T
 //
 // --threads sets GOMAXPROCS; without it Go's default (every processor) applies. The goroutines
 // of a scenario are started first and wait at a start gate; the clock starts when the gate
@@ -196,7 +201,8 @@ func complain(what string) {
 func usage(why string) {
 	fmt.Fprintln(os.Stderr, "anchor-go: "+why)
 	fmt.Fprintln(os.Stderr, "usage: anchor-go chan mpmc|pingpong, exec fib|spawn,")
-	fmt.Fprintln(os.Stderr, "       coro pingpong|fanin|select [--option value ...]")
+	fmt.Fprintln(os.Stderr, "       coro pingpong|fanin|select,")
+	fmt.Fprintln(os.Stderr, "       sync uncontended|mutex|semaphore|notify|broadcast [--option value ...]")
 	fmt.Fprintln(os.Stderr, "(the options are listed at the top of main.go and in README.md)")
 	os.Exit(2)
 }
@@ -217,6 +223,8 @@ func main() {
 		known = runExec(os.Args[2], o)
 	case "coro":
 		known = runCoro(os.Args[2], o)
+	case "sync":
+		known = runSync(os.Args[2], o)
 	}
 	if !known {
 		usage("unknown scenario " + os.Args[1] + " " + os.Args[2])

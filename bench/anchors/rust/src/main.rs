@@ -18,11 +18,20 @@
 //!
 //! The threads of a scenario are created first and wait at a start gate; the clock starts when
 //! the gate opens, as in spindle-bench, so thread creation is not part of the figure.
+//!
+//! The synchronisation scenarios (src/sync.rs; tokio::sync):
+//!
+//!   anchor-rust sync uncontended --ops N --threads T
+//!   anchor-rust sync mutex --tasks W --ops N --threads T
+//!   anchor-rust sync semaphore --tasks W --permits P --ops N --threads T
+//!   anchor-rust sync notify --rounds R --threads T
+//!   anchor-rust sync broadcast --receivers R --msgs M --capacity K --threads T
 
 mod chan;
 mod coro;
 mod deque;
 mod exec;
+mod sync;
 
 use std::collections::HashMap;
 use std::process;
@@ -206,6 +215,7 @@ pub fn usage(why: &str) -> ! {
     eprintln!("usage: anchor-rust chan mpmc|pingpong|select, deque owner|steal|batch,");
     eprintln!("       exec fib|pfor|spawn, coro pingpong|fanin|select|bcast [--option value ...]");
     eprintln!("(the scenarios and options are listed at the top of src/main.rs and in README.md)");
+    eprintln!("usage: anchor-rust sync uncontended|mutex|semaphore|notify|broadcast [...]");
     process::exit(2);
 }
 
@@ -221,6 +231,7 @@ fn main() {
         "deque" => deque::run(workload, &options),
         "exec" => exec::run(workload, &options),
         "coro" => coro::run(workload, &options),
+        "sync" => sync::run(workload, &options),
         _ => false,
     };
     if !known {
