@@ -5,6 +5,9 @@
 
 #include <spindle/algorithms.hpp>
 #include <spindle/async.hpp>
+#include <spindle/barrier.hpp>
+#include <spindle/broadcast.hpp>
+#include <spindle/broadcast_result.hpp>
 #include <spindle/channel.hpp>
 #include <spindle/channel_result.hpp>
 #include <spindle/deque.hpp>
@@ -14,8 +17,10 @@
 #include <spindle/executor_stats.hpp>
 #include <spindle/isolate.hpp>
 #include <spindle/join_handle.hpp>
+#include <spindle/latch.hpp>
 #include <spindle/mutex.hpp>
 #include <spindle/notify.hpp>
+#include <spindle/oneshot.hpp>
 #include <spindle/parallel.hpp>
 #include <spindle/select.hpp>
 #include <spindle/semaphore.hpp>
@@ -24,4 +29,5 @@
 #include <spindle/task_scope.hpp>
 #include <spindle/task_traits.hpp>
 #include <spindle/version.hpp>
+#include <spindle/watch.hpp>
 #include <spindle/when.hpp>

@@ -47,16 +47,17 @@
 //                 (one stored wake-up, as Notify's).
 //   broadcast     for each R of --receivers (default 1, 4, 16), one sender sends --msgs
 //                 messages (default 1,000,000) to R receivers: million messages per second.
-//                 Anchors only for now: tokio::sync::broadcast of --capacity (default 1024),
-//                 its sender taking credits from a semaphore of a capacity per receiver, a
-//                 quarter at a time, which the receiver gives back as it reads (so none lags),
-//                 and Go, a channel of that capacity per receiver. The spindle row is added
-//                 once spindle::broadcast exists.
+//                 spindle::broadcast and tokio::sync::broadcast of --capacity (default 1024),
+//                 the sender and receivers coroutines (tasks) on W workers; neither sender
+//                 waits for a receiver, so the sender takes credits from a semaphore of a
+//                 capacity per receiver, a quarter at a time, which the receiver gives back as
+//                 it reads (so none lags); Go: a channel of that capacity per receiver.
 //
 // Anchors run as separate processes, one per run (anchor-rust sync and anchor-go sync,
 // bench/anchors; found as anchors.hpp says); where one is not found its rows are left out.
 // Rows run interleaved: run r runs every row once, starting at a different row each run.
 
+#include <spindle/broadcast.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/mutex.hpp>
 #include <spindle/notify.hpp>
@@ -69,6 +70,7 @@
 #include <cstdint>
 #include <functional>
 #include <latch>
+#include <memory>
 #include <mutex>
 #include <semaphore>
 #include <span>
@@ -607,7 +609,77 @@ void notify_scenario(u64 rounds, std::size_t workers, int runs, bool json) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Broadcast fan-out (anchors only until spindle::broadcast exists)
+// Broadcast fan-out
+
+/// One receiving coroutine: checks it reads 1..msgs in order, none lagged, and gives its
+/// sender `batch` credits back each time it has read `batch` messages.
+auto bcast_receiver(spindle::broadcast_receiver<u64> rx, spindle::semaphore& credits, u64 batch,
+                    u64 msgs, std::atomic<bool>& wrong) -> spindle::task<void> {
+  u64 last = 0;
+  for (;;) {
+    auto got = co_await rx.async_recv();
+    if (got.is_closed()) {
+      break;
+    }
+    if (!got.is_received() || *got.value != last + 1) {
+      wrong.store(true, std::memory_order_relaxed);
+      break;
+    }
+    last = *got.value;
+    if (last % batch == 0) {
+      credits.release(batch);
+    }
+  }
+  if (last != msgs) {
+    wrong.store(true, std::memory_order_relaxed);
+  }
+}
+
+/// The sending coroutine: before each batch of messages it takes that many credits from every
+/// receiver's semaphore, so that no receiver falls a capacity behind; closes at the end.
+auto bcast_sender(spindle::broadcast_sender<u64> tx,
+                  std::vector<std::unique_ptr<spindle::semaphore>>& credits, u64 batch, u64 msgs,
+                  std::atomic<bool>& wrong) -> spindle::task<void> {
+  for (u64 i = 1; i <= msgs; ++i) {
+    if ((i - 1) % batch == 0) {
+      auto const n = std::min(batch, msgs - i + 1);
+      for (auto& c : credits) {
+        auto taken = co_await c->async_acquire(n);
+        static_cast<void>(taken.forget());
+      }
+    }
+    auto sent = tx.send(i);
+    if (!sent.is_sent()) {
+      wrong.store(true, std::memory_order_relaxed);
+    }
+  }
+  tx.close();
+}
+
+/// spindle::broadcast, the sender and the receivers coroutines on executor{workers}: million
+/// messages sent per second.
+auto broadcast_spindle(u64 msgs, u64 receivers, u64 capacity, std::size_t workers) -> double {
+  auto const batch = std::max<u64>(capacity / 4, 1);
+  std::vector<std::unique_ptr<spindle::semaphore>> credits;
+  std::vector<spindle::broadcast_receiver<u64>> rxs;
+  auto made = spindle::broadcast<u64>(capacity);
+  auto tx = std::move(made.first);
+  for (u64 r = 0; r < receivers; ++r) {
+    credits.push_back(std::make_unique<spindle::semaphore>(capacity));
+    rxs.push_back(r == 0 ? std::move(made.second) : tx.subscribe());
+  }
+  std::atomic<bool> wrong{false};
+  auto const secs = on_coroutines(workers, receivers + 1, [&](u64 t) {
+    if (t == receivers) {
+      return bcast_sender(std::move(tx), credits, batch, msgs, wrong);
+    }
+    return bcast_receiver(std::move(rxs[t]), *credits[t], batch, msgs, wrong);
+  });
+  if (wrong.load()) {
+    fail("spindle::broadcast: a receiver lost, lagged or reordered a message");
+  }
+  return static_cast<double>(msgs) / secs / 1e6;
+}
 
 void broadcast_scenario(u64 msgs, u64 receivers, u64 capacity, std::size_t workers, int runs,
                         bool json) {
@@ -615,23 +687,24 @@ void broadcast_scenario(u64 msgs, u64 receivers, u64 capacity, std::size_t worke
   std::string const w = std::to_string(workers);
   std::string const r = std::to_string(receivers);
   std::string const k = std::to_string(capacity);
-  std::string const main_row = "tokio::sync::broadcast, " + r + " receivers";
+  std::string const main_row = "spindle::broadcast, " + r + " receivers";
+  m.push_back({{main_row,
+                "coroutines on executor{" + w + "}; flow control by a spindle::semaphore of " + k +
+                    " credits per receiver (none lags)",
+                {}},
+               [=] { return broadcast_spindle(msgs, receivers, capacity, workers); }});
   std::vector<std::string> const args{"--receivers", r, "--msgs", std::to_string(msgs),
                                       "--capacity",  k};
-  add_anchor(m, anchors::program::rust, "broadcast", args, workers, by_rate(msgs), main_row,
+  add_anchor(m, anchors::program::rust, "broadcast", args, workers, by_rate(msgs),
+             "tokio::sync::broadcast, " + r + " receivers",
              "channel(" + k + "), flow control by a Semaphore of " + k +
                  " credits per receiver (none lags); a runtime of " + w + " workers");
   add_anchor(m, anchors::program::go, "broadcast", args, workers, by_rate(msgs),
              "Go chan per receiver, " + r + " receivers",
              "capacity " + k + " each, blocking sends in turn; GOMAXPROCS " + w);
-  if (m.empty()) {
-    std::fprintf(stderr, "spindle-bench sync: broadcast: no anchor found, no table\n");
-    return;
-  }
   auto rows = interleave(std::move(m), runs);
   std::ostringstream title;
-  title << "sync broadcast fan-out: " << msgs << " messages to " << r
-        << " receivers each (anchors only: the spindle row waits for spindle::broadcast), " << runs
+  title << "sync broadcast fan-out: " << msgs << " messages to " << r << " receivers each, " << runs
         << " interleaved runs";
   print_table(title.str(), "M msg/s", true, rows, main_row, json);
 }
