@@ -103,6 +103,9 @@ class [[nodiscard]] join_handle {
     // A finished task needs no wait, and must not touch the executor: it may already be
     // destroyed (its destructor finished every task, so a handle may outlive it).
     if (!state->done.is_set()) {
+      // Blocked here, this handle (the only party that can cancel the task) cannot cancel it:
+      // a coroutine's waits stop arming their cancellation hooks (detail/coro/cancel.hpp).
+      state->no_more_cancels();
       core->wait(state->done);
     }
     struct release_guard {

@@ -14,17 +14,21 @@
 // it may go on; its later waits end the same way at once.
 //
 // State: one word, `word_` = hook pointer | bits.
-//   - arm(h) (the suspended coroutine's awaitable): CAS 0 -> h. Fails when cancellation was
-//     requested already: the awaitable then does not wait.
+//   - arm(h) (the suspended coroutine's awaitable): CAS 0 -> h. Refused when cancellation was
+//     requested already (the awaitable then does not wait), and not needed once the slot is
+//     closed (nothing can request any more: one load, no RMW).
 //   - request() (any thread): sets `requested`. If a hook is armed, the same CAS removes it and
 //     sets `busy`; the requester runs the hook (which aborts the wait: one try_select on the
 //     awaitable's waiter, as a deadline does) and then clears `busy`.
 //   - disarm(h) (the awaitable, when its wait has ended for any reason): CAS h -> 0; if that
 //     fails a requester took the hook, and disarm waits until `busy` is clear, so the hook never
 //     runs on an awaitable that has already returned to the coroutine.
-//   - close() (the coroutine ended): later requests report that they came too late.
+//   - close() (the coroutine ended, or the only party that could cancel it, its join_handle, is
+//     blocked in join()): later requests report that they came too late, and later waits do
+//     not arm. A hook armed when the slot closes is disarmed as usual.
 // Each of request, arm and disarm is one CAS on the word when nobody races, so a suspension
-// costs two uncontended RMWs on a line only the coroutine's chain touches.
+// costs two uncontended RMWs on a line only the coroutine's chain touches; none once the slot
+// is closed, which is the common case of a coroutine spawned and then joined.
 //
 // Happens-before: arm's release publishes the hook to the requester's acquire; the requester's
 // release when it clears `busy` pairs with disarm's acquire, so what the hook did is visible
@@ -84,27 +88,46 @@ class cancel_slot {
     return (word_.load(std::memory_order_acquire) & requested_bit) != 0;
   }
 
-  /// Arms `h` while the coroutine waits. False (nothing armed) when cancellation was requested.
-  [[nodiscard]] auto arm(cancel_hook* h) noexcept -> bool {
-    std::uintptr_t expected = 0;
-    // release: publishes the hook to request()'s acquire. acquire on failure: the requested bit
-    // (and whatever the requester did before) is seen.
-    if (word_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(h),
+  enum class arm_result : unsigned char {
+    armed,      ///< disarm(h) when the wait ends
+    cancelled,  ///< cancellation was requested: do not wait
+    unneeded    ///< the slot is closed: no request can come, nothing armed
+  };
+
+  /// Arms `h` while the coroutine waits.
+  [[nodiscard]] auto arm(cancel_hook* h) noexcept -> arm_result {
+    // acquire: the requested bit, and whatever the requester did before, is seen.
+    std::uintptr_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((w & requested_bit) != 0) {
+        return arm_result::cancelled;
+      }
+      if ((w & closed_bit) != 0) {
+        return arm_result::unneeded;
+      }
+      SPINDLE_ASSERT((w & ~bits) == 0, "two awaitables armed in one cancellation slot");
+      // release: publishes the hook to request()'s acquire. acquire on failure: as above.
+      if (word_.compare_exchange_weak(w, w | reinterpret_cast<std::uintptr_t>(h),
                                       std::memory_order_acq_rel, std::memory_order_acquire)) {
-      return true;
+        return arm_result::armed;
+      }
     }
-    SPINDLE_ASSERT((expected & ~bits) == 0, "two awaitables armed in one cancellation slot");
-    return false;
   }
 
-  /// Ends an arm(h). Returns true when a request took the hook (it has run by then).
+  /// Ends an arm(h) that returned `armed`. Returns true when a request took the hook (it has
+  /// run by then).
   auto disarm(cancel_hook* h) noexcept -> bool {
-    auto expected = reinterpret_cast<std::uintptr_t>(h);
-    // acquire on failure: see below. release on success: nothing to publish, but the word must
-    // not be reordered before the wait's last use of the hook.
-    if (word_.compare_exchange_strong(expected, 0, std::memory_order_release,
+    auto const mine = reinterpret_cast<std::uintptr_t>(h);
+    // relaxed: a guess the CAS checks.
+    std::uintptr_t w = word_.load(std::memory_order_relaxed);
+    while ((w & ~bits) == mine) {
+      // Keeps `closed` if it came meanwhile. release on success: nothing to publish, but the
+      // word must not be reordered before the wait's last use of the hook; acquire on failure:
+      // see below.
+      if (word_.compare_exchange_weak(w, w & bits, std::memory_order_release,
                                       std::memory_order_acquire)) {
-      return false;
+        return false;
+      }
     }
     // A requester took the hook; wait until it has finished running it (a few instructions:
     // a try_select and a wake).
@@ -115,7 +138,8 @@ class cancel_slot {
     return true;
   }
 
-  /// The coroutine ended: later requests return false.
+  /// No request can come any more (the coroutine ended, or its handle is blocked in join()):
+  /// later requests return false and later waits do not arm.
   void close() noexcept {
     // release: orders the coroutine's end before a requester that sees `closed`.
     word_.fetch_or(closed_bit, std::memory_order_release);
@@ -151,8 +175,9 @@ class cancel_link : private cancel_hook {
     if (slot_ == nullptr) {
       return true;
     }
-    armed_ = slot_->arm(this);
-    return armed_;
+    cancel_slot::arm_result const r = slot_->arm(this);
+    armed_ = r == cancel_slot::arm_result::armed;
+    return r != cancel_slot::arm_result::cancelled;
   }
   /// Ends the arm (waits for a hook that is running).
   void disarm() noexcept {

@@ -68,10 +68,17 @@ class coro_root final : public task, public shared_result<R> {
 
   static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<coro_root*>(s)); }
 
-  /// Before the start: the frame is destroyed unrun. After: a request on the slot.
-  static auto cancel(shared_result<R>* s, bool started) noexcept -> bool {
+  /// Before the start: the frame is destroyed unrun. After: a request on the slot. `no_more`:
+  /// the slot closes (the handle is blocked in join()).
+  static auto cancel(shared_result<R>* s, typename shared_result<R>::cancel_op op) noexcept
+      -> bool {
     auto* self = static_cast<coro_root*>(s);
-    if (started) {
+    using op_t = typename shared_result<R>::cancel_op;
+    if (op == op_t::no_more) {
+      self->slot_.close();
+      return false;
+    }
+    if (op == op_t::started) {
       return self->slot_.request();
     }
     self->t_ = spindle::task<R>();

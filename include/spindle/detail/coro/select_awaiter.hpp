@@ -81,6 +81,7 @@ class select_awaiter_base : private cancel_hook {
   template <class Promise>
   auto await_suspend(std::coroutine_handle<Promise> h) -> bool {
     promise_ = promise_of(h);
+    where_ = target_of(h);
     node_.handle = h;
     node_.context = this;
     cancel_hook::fire = &cancel_thunk;
@@ -135,8 +136,9 @@ class select_awaiter_base : private cancel_hook {
       }
       bool ready = cases.watch_all(*waiter_);
       if (cancel_slot* const slot = cancel_slot_of_promise()) {
-        cancel_armed_ = slot->arm(this);
-        if (!cancel_armed_) {
+        cancel_slot::arm_result const armed = slot->arm(this);
+        cancel_armed_ = armed == cancel_slot::arm_result::armed;
+        if (armed == cancel_slot::arm_result::cancelled) {
           ready = true;
         }
       }
@@ -205,7 +207,7 @@ class select_awaiter_base : private cancel_hook {
       return;
     }
     self->node_.run = &resumed;
-    resume_on(self->promise_ != nullptr ? self->promise_->where : nullptr, self->node_);
+    resume_on(self->where_, self->node_);
   }
 
   /// The deadline passed: abort the waiter unless a waker won it first.
@@ -245,11 +247,12 @@ class select_awaiter_base : private cancel_hook {
   bool biased_;
   bool timer_armed_ = false;
   bool cancel_armed_ = false;
-  // The suspended coroutine's promise (its target and its cancellation slot, resume.hpp and
-  // cancel.hpp; this awaiter is the hook it arms), or null for a coroutine not spindle's. Read
-  // through the promise rather than copied: a suspended coroutine's frame is its whole memory
-  // cost.
+  // The suspended coroutine's promise, for its cancellation slot (cancel.hpp; this awaiter is
+  // the hook it arms), or null for a coroutine not spindle's. The slot is read through it by
+  // the coroutine's own side only; the waker reads `where_`, a copy next to the awaiter's other
+  // fields, rather than a line of the promise that another core holds.
   promise_base* promise_ = nullptr;
+  resume_target* where_ = nullptr;
   [[no_unique_address]] std::conditional_t<timed, timer_entry, no_timer> timer_;
   resume_node node_;
   std::exception_ptr error_;

@@ -120,15 +120,18 @@ class result_slot {
 /// exchanges succeeds, so the callable is either run (and destroyed by the worker) or
 /// destroyed unrun by the canceller, once either way. The node stays queued after a cancel:
 /// the worker that pops it finds `cancelled` and only drops its reference. The node's
-/// `on_cancel` is called with `started` false after a won election; a node that can be
-/// cancelled after it started (a spawned coroutine, detail/coro/coro_root.hpp) is also called
-/// with `started` true when the election finds the task started, and says whether the request
-/// reached it. One function pointer for both keeps every task node a word smaller.
+/// `on_cancel` is called with `unstarted` after a won election; a node that can be cancelled
+/// after it started (a spawned coroutine, detail/coro/coro_root.hpp) is also called with
+/// `started` when the election finds the task started, and says whether the request reached
+/// it, and with `no_more` when its handle blocks in join() (nobody can cancel it from then on,
+/// so its waits stop arming their cancellation hooks). One function pointer for the three keeps
+/// every task node a word smaller.
 template <class R>
 class shared_result {
  public:
   using destroy_fn = void (*)(shared_result*) noexcept;
-  using cancel_fn = bool (*)(shared_result*, bool started) noexcept;
+  enum class cancel_op : unsigned char { unstarted, started, no_more };
+  using cancel_fn = bool (*)(shared_result*, cancel_op op) noexcept;
 
   explicit shared_result(destroy_fn destroy, cancel_fn on_cancel = nullptr) noexcept
       : destroy_(destroy), cancel_(on_cancel) {}
@@ -163,9 +166,16 @@ class shared_result {
     // relaxed: as in try_start().
     if (!start_.compare_exchange_strong(expected, cancelled, std::memory_order_relaxed,
                                         std::memory_order_relaxed)) {
-      return expected == running && cancel_(this, true);
+      return expected == running && cancel_(this, cancel_op::started);
     }
-    return cancel_(this, false);
+    return cancel_(this, cancel_op::unstarted);
+  }
+
+  /// The handle blocks in join(): nothing can cancel the task any more.
+  void no_more_cancels() noexcept {
+    if (cancel_ != nullptr) {
+      static_cast<void>(cancel_(this, cancel_op::no_more));
+    }
   }
 
   completion done;
@@ -209,8 +219,9 @@ class spawned_task final : public task, public shared_result<R> {
   static void destroy(shared_result<R>* s) noexcept { delete_node(static_cast<spawned_task*>(s)); }
 
   /// A callable is cancelled only before it starts.
-  static auto cancel_unstarted(shared_result<R>* s, bool started) noexcept -> bool {
-    if (started) {
+  static auto cancel_unstarted(shared_result<R>* s,
+                               typename shared_result<R>::cancel_op op) noexcept -> bool {
+    if (op != shared_result<R>::cancel_op::unstarted) {
       return false;
     }
     auto* self = static_cast<spawned_task*>(s);
