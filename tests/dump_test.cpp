@@ -240,7 +240,7 @@ TEST(Dump, ShowsTheIsolationRegionOfAWait) {
     return shows_join_on_inner(d) && w != nullptr && w->isolation_region != 0;
   }));
   std::string const text = spindle::dump(ex);
-  EXPECT_NE(text.find("in isolation region"), std::string::npos) << text;
+  EXPECT_NE(text.find(", isolation region "), std::string::npos) << text;
   gate.count_down();
   EXPECT_EQ(outer.join(), 1);
 }

@@ -171,6 +171,9 @@ inline void append_json_string(std::string& out, std::string_view s) {
 ///   spindle executor 1: 2 workers, 0 queued in the injector, 0 coroutines bound
 ///     worker 0: waiting, deque 0, tasks run 3, stack: "outer" #1
 ///     worker 1: running, deque 0, tasks run 1, stack: "inner" #2
+/// A stack `"a" #1 > "b" #2` reads: b runs on the thread on top of a, which waits in a join
+/// (a waiting worker runs other tasks meanwhile); the state is the innermost task's. The
+/// isolation region is that of the innermost wait.
 [[nodiscard]] inline auto to_text(executor_dump const& d) -> std::string {
   std::string out = "spindle executor " + std::to_string(d.id) + ": " +
                     std::to_string(d.worker_count) + " workers, " +
@@ -181,7 +184,7 @@ inline void append_json_string(std::string& out, std::string_view s) {
     out += std::string(w.guest ? "  guest " : "  worker ") + std::to_string(w.index) + ": " +
            to_string(w.state);
     if (w.isolation_region != 0) {
-      out += " in isolation region " + std::to_string(w.isolation_region);
+      out += ", isolation region " + std::to_string(w.isolation_region);
     }
     out +=
         ", deque " + std::to_string(w.deque_depth) + ", tasks run " + std::to_string(w.tasks_run);
