@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <latch>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -140,6 +141,24 @@ TEST(Dump, NamedTasksGetDistinctIds) {
   EXPECT_NE(w2->stack.front().id, first_id);
   gate2.count_down();
   b.join();
+}
+
+TEST(Dump, NamesATaskThatTakesTheShutdownToken) {
+  spindle::executor ex(1);
+  std::latch gate(1);
+  std::atomic<bool> started{false};
+  auto h = ex.spawn(
+      [&](std::stop_token const& token) {
+        started.store(true);
+        gate.wait();
+        return token.stop_requested();
+      },
+      spindle::name("stoppable"));
+  ASSERT_TRUE(eventually([&] { return started.load(); }));
+  auto const d = spindle::snapshot(ex);
+  EXPECT_NE(worker_running(d, "stoppable"), nullptr) << spindle::to_text(d);
+  gate.count_down();
+  EXPECT_FALSE(h.join());
 }
 
 TEST(Dump, UnnamedTaskShowsAsUnnamed) {

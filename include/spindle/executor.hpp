@@ -300,6 +300,14 @@ class executor {
     return spawn(bind_token(std::forward<Fn>(fn)));
   }
 
+  /// As spawn(fn) for a callable that takes the shutdown token, with a name for
+  /// spindle::dump() (see spawn(fn, name)).
+  template <stoppable_task_callable Fn>
+  auto spawn(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::executor::spawn: fn is a null pointer");
+    return spawn(bind_token(std::forward<Fn>(fn)), n);
+  }
+
   /// Runs coroutine `t` on this executor and returns a handle to its result: join() from a
   /// thread, or co_await from a coroutine. The coroutine starts on a worker, and every time it
   /// is resumed after a wait (a channel, a select, a timer, a join handle, another task) it
@@ -357,6 +365,13 @@ class executor {
   void post(Fn&& fn) {
     detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
     post(bind_token(std::forward<Fn>(fn)));
+  }
+
+  /// As post(fn) for a callable that takes the shutdown token, with a name for spindle::dump().
+  template <stoppable_task_callable Fn>
+  void post(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
+    post(bind_token(std::forward<Fn>(fn)), n);
   }
 
   /// The token shutdown() requests (see spawn with a std::stop_token-taking callable).
