@@ -67,20 +67,21 @@
 //                (release store).
 //   handler_     guarded by handler_mu_. threads_ and watchdog_ by shutdown_mu_ once the
 //                constructor returned.
-//   watchdog_stop_  set once by stop_watchdog() (release), read by the watchdog (acquire).
 //
 // Diagnostics: snapshot() reads what every thread publishes (worker_ctx::diag, the counters,
 // the deques' sizes, the injector's) with relaxed loads, from any thread, for spindle::dump().
-// The optional watchdog (executor_options::stall_report) is one thread of the core's own that
-// takes such a snapshot when no task has started for a while and work is pending; it stops in
-// shutdown(), after the workers. Every core is listed in detail::registry() (diag.hpp) from the
-// end of its constructor to the start of its destructor, for spindle::dump_all().
+// The optional watchdog (executor_options::stall_report, detail/executor/stall_watchdog.hpp) is
+// one thread of the core's own that takes such a snapshot when no task has started for a while
+// and work is pending; it stops in shutdown(), after the workers. Every core is listed in
+// detail::registry() (diag.hpp) from the end of its constructor to the start of its destructor, for
+// spindle::dump_all().
 
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/blocking_pool.hpp>
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/diag.hpp>
 #include <spindle/detail/executor/scheduler.hpp>
+#include <spindle/detail/executor/stall_watchdog.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/executor/worker_ctx.hpp>
 #include <spindle/detail/sync/atomic.hpp>
@@ -119,7 +120,7 @@ enum class report_origin : std::uint8_t {
   stall_sink            ///< escaped the sink of executor_options::stall_report
 };
 
-class executor_core final : public scheduler, public resume_target {
+class executor_core final : public scheduler, public resume_target, private stall_probe {
  public:
   using exception_handler = std::function<void(std::exception_ptr)>;
 
@@ -624,28 +625,19 @@ class executor_core final : public scheduler, public resume_target {
     if (opts.stall_report() <= std::chrono::milliseconds(0)) {
       return;
     }
-    stall_after_ = opts.stall_report();
     stall_sink_ = opts.stall_report_sink();
-    thread_settings settings{thread_name_for(opts.thread_name(), "watch", 0), 0, {}};
-    watchdog_ = std::make_unique<native_thread>(std::move(settings), [this] { watchdog_main(); });
+    stall_probe& probe = *this;  // a private base: converted here, where it is accessible
+    watchdog_ = std::make_unique<stall_watchdog>(probe, opts.stall_report(),
+                                                 thread_name_for(opts.thread_name(), "watch", 0));
 #endif
   }
 
   /// Stops the watchdog, if any, and joins it. Called with shutdown_mu_ held (or by the
   /// constructor's failure path, before the core is shared).
-  void stop_watchdog() noexcept {
-    if (!watchdog_) {
-      return;
-    }
-    // release: pairs with the acquire load in watchdog_main().
-    watchdog_stop_.store(true, std::memory_order_release);
-    watchdog_parker_.unpark();
-    watchdog_->join();
-    watchdog_.reset();
-  }
+  void stop_watchdog() noexcept { watchdog_.reset(); }
 
   /// The tasks started so far, on every worker and guest slot.
-  [[nodiscard]] auto tasks_started() const noexcept -> std::uint64_t {
+  [[nodiscard]] auto stall_tasks_started() const noexcept -> std::uint64_t override {
     std::uint64_t n = 0;
     for (auto const& w : ctxs_) {
       // relaxed: a statistic written by its owner only; see worker_counters.
@@ -655,7 +647,7 @@ class executor_core final : public scheduler, public resume_target {
   }
 
   /// Whether work is pending: a task queued anywhere, or a thread inside a task.
-  [[nodiscard]] auto work_pending() const noexcept -> bool {
+  [[nodiscard]] auto stall_work_pending() const noexcept -> bool override {
     if (work_visible()) {
       return true;
     }
@@ -669,35 +661,8 @@ class executor_core final : public scheduler, public resume_target {
     return false;
   }
 
-  /// The watchdog's loop: every quarter of stall_after_, a look at the count of started tasks;
-  /// a report when it stood still for stall_after_ while work was pending, once per stall.
-  void watchdog_main() noexcept {
-    auto const period = std::max(stall_after_ / 4, std::chrono::milliseconds(1));
-    std::uint64_t last = tasks_started();
-    auto since = std::chrono::steady_clock::now();
-    bool reported = false;
-    for (;;) {
-      static_cast<void>(watchdog_parker_.park_for(period));
-      // acquire: pairs with the release store in stop_watchdog().
-      if (watchdog_stop_.load(std::memory_order_acquire)) {
-        return;
-      }
-      auto const now = std::chrono::steady_clock::now();
-      std::uint64_t const started = tasks_started();
-      if (started != last || !work_pending()) {
-        last = started;
-        since = now;
-        reported = false;
-        continue;
-      }
-      if (!reported && now - since >= stall_after_) {
-        reported = true;
-        report_stall(std::chrono::duration_cast<std::chrono::milliseconds>(now - since));
-      }
-    }
-  }
-
-  void report_stall(std::chrono::milliseconds stalled) noexcept {
+  /// The watchdog's report: the dump as text, to the sink or to stderr.
+  void stall_report(std::chrono::milliseconds stalled) noexcept override {
     try {
       std::string text = "spindle: no task started for " + std::to_string(stalled.count()) +
                          " ms while work is pending\n" + to_text(snapshot());
@@ -1082,11 +1047,8 @@ class executor_core final : public scheduler, public resume_target {
   // Diagnostics (spindle/dump.hpp).
   std::uint64_t const id_ = next_executor_id();
   bool listed_ = true;
-  std::chrono::milliseconds stall_after_{0};
   executor_options::report_sink stall_sink_;
-  std::unique_ptr<native_thread> watchdog_;
-  parker watchdog_parker_;
-  atomic<bool> watchdog_stop_{false};
+  std::unique_ptr<stall_watchdog> watchdog_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
