@@ -360,14 +360,16 @@ TEST(StallReport, ReportsAStallOnceThroughTheSink) {
 TEST(StallReport, AnIdleExecutorIsNotAStall) {
   captured_reports reports;
   {
+    // `after` is long next to a scheduling delay: the worker is still inside the task for a
+    // moment after the join returns, and a stall is work pending for all of `after`.
     spindle::executor ex(spindle::executor_options().workers(1).stall_report(
-        std::chrono::milliseconds(5), [&](std::string_view text) {
+        std::chrono::milliseconds(100), [&](std::string_view text) {
           std::lock_guard guard(reports.mu);
           reports.texts.emplace_back(text);
         }));
     ex.spawn([] {}).join();
-    // Bounded wait for something that must not happen, as above.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Bounded wait for something that must not happen, as above: 4 periods of `after`.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
   }
   EXPECT_EQ(reports.count(), 0U);
 }
