@@ -15,8 +15,9 @@
 // (tokio/src/runtime/dump.rs) serve the same need; executor_options::stall_report prints this
 // dump by itself when an executor stalls.
 //
-// What it does not show (yet): what a suspended coroutine waits on (a channel, a select, a
-// timer, a join handle), and channels with waiters; the count of bound coroutines stands in.
+// What it does not show: what a suspended coroutine waits on (a channel, a select, a timer, a
+// join handle), and channels with waiters; the count of coroutines bound to the executor is
+// all a dump says of coroutines.
 //
 // Thread safety: callable from any thread at any time, including a watchdog thread of the
 // user's while every worker is stuck: it reads what the workers publish with relaxed loads,

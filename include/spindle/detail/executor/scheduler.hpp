@@ -298,13 +298,14 @@ class scheduler {
   }
 
   /// Tells the tracer (executor_options::trace) of an event on `w` (nullptr: not a worker or
-  /// guest of this executor). `task` is only an identity; it may have been freed.
+  /// guest of this executor). `id` is the task's address, only an identity: the task may
+  /// have been freed.
   [[gnu::noinline, gnu::cold]] void trace(trace_kind kind, worker_ctx const* w,
-                                          void const* task) const noexcept {
+                                          void const* id) const noexcept {
     trace_event e;
     e.kind = kind;
     e.worker = w != nullptr ? w->index : trace_event::no_worker;
-    e.task = task;
+    e.task = id;
     tracer_(trace_context_, e);
   }
 
