@@ -54,6 +54,33 @@ auto worker_running(spindle::executor_dump const& d, std::string const& name)
   return nullptr;
 }
 
+/// A latch the test holds closed while it takes its dumps. open() lets the waiting tasks go;
+/// so does an opens_at_exit guard declared after the executor, so that a failed assertion,
+/// which leaves the test early, ends it with a failure instead of a hang in the executor's
+/// shutdown.
+class test_gate {
+ public:
+  void wait() { latch_.wait(); }
+  void open() {
+    if (!opened_.exchange(true)) {
+      latch_.count_down();
+    }
+  }
+
+ private:
+  std::latch latch_{1};
+  std::atomic<bool> opened_{false};
+};
+
+struct opens_at_exit {
+  explicit opens_at_exit(test_gate& g) : gate(g) {}
+  opens_at_exit(opens_at_exit const&) = delete;
+  auto operator=(opens_at_exit const&) -> opens_at_exit& = delete;
+  ~opens_at_exit() { gate.open(); }
+
+  test_gate& gate;
+};
+
 auto is_waiting(spindle::worker_state s) -> bool {
   return s == spindle::worker_state::waiting || s == spindle::worker_state::waiting_asleep;
 }
@@ -74,8 +101,9 @@ auto shows_join_on_inner(spindle::executor_dump const& d) -> bool {
 }
 
 TEST(Dump, Example) {
+  test_gate gate;
   spindle::executor ex(2);
-  std::latch gate(1);
+  opens_at_exit const opener{gate};
   std::atomic<bool> inner_started{false};
   // A task that joins another task, which waits for a latch this test holds: a hang of the
   // kind "a join on a task that waits for something nobody will give it".
@@ -103,14 +131,17 @@ TEST(Dump, Example) {
   EXPECT_NE(json.find("\"name\":\"outer\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"name\":\"inner\""), std::string::npos) << json;
 
-  gate.count_down();
+  gate.open();
   EXPECT_EQ(outer.join(), 2);
   ex.shutdown();
 }
 
 TEST(Dump, NamedTasksGetDistinctIds) {
+  test_gate gate;
+  test_gate gate2;
   spindle::executor ex(1);
-  std::latch gate(1);
+  opens_at_exit const opener{gate};
+  opens_at_exit const opener2{gate2};
   std::atomic<int> started{0};
   auto a = ex.spawn(
       [&] {
@@ -124,10 +155,9 @@ TEST(Dump, NamedTasksGetDistinctIds) {
   ASSERT_NE(w, nullptr) << spindle::to_text(d);
   std::uint64_t const first_id = w->stack.front().id;
   EXPECT_NE(first_id, 0U);
-  gate.count_down();
+  gate.open();
   a.join();
 
-  std::latch gate2(1);
   auto b = ex.spawn(
       [&] {
         started.fetch_add(1);
@@ -139,13 +169,14 @@ TEST(Dump, NamedTasksGetDistinctIds) {
   auto const* w2 = worker_with_outer(d2, "same");
   ASSERT_NE(w2, nullptr) << spindle::to_text(d2);
   EXPECT_NE(w2->stack.front().id, first_id);
-  gate2.count_down();
+  gate2.open();
   b.join();
 }
 
 TEST(Dump, NamesATaskThatTakesTheShutdownToken) {
+  test_gate gate;
   spindle::executor ex(1);
-  std::latch gate(1);
+  opens_at_exit const opener{gate};
   std::atomic<bool> started{false};
   auto h = ex.spawn(
       [&](std::stop_token const& token) {
@@ -157,13 +188,14 @@ TEST(Dump, NamesATaskThatTakesTheShutdownToken) {
   ASSERT_TRUE(eventually([&] { return started.load(); }));
   auto const d = spindle::snapshot(ex);
   EXPECT_NE(worker_running(d, "stoppable"), nullptr) << spindle::to_text(d);
-  gate.count_down();
+  gate.open();
   EXPECT_FALSE(h.join());
 }
 
 TEST(Dump, UnnamedTaskShowsAsUnnamed) {
+  test_gate gate;
   spindle::executor ex(1);
-  std::latch gate(1);
+  opens_at_exit const opener{gate};
   std::atomic<bool> started{false};
   auto h = ex.spawn([&] {
     started.store(true);
@@ -180,7 +212,7 @@ TEST(Dump, UnnamedTaskShowsAsUnnamed) {
   EXPECT_TRUE(d.workers[0].stack[0].name.empty());
   EXPECT_NE(spindle::to_text(d).find("(unnamed)"), std::string::npos);
   EXPECT_NE(spindle::to_json(d).find("{\"name\":null,\"id\":0}"), std::string::npos);
-  gate.count_down();
+  gate.open();
   h.join();
 }
 
@@ -210,8 +242,9 @@ TEST(Dump, ParkedWorkersWithNothingQueued) {
 }
 
 TEST(Dump, ShowsTheDepthOfABlockedWorkersDeque) {
+  test_gate gate;
   spindle::executor ex(1);
-  std::latch gate(1);
+  opens_at_exit const opener{gate};
   std::atomic<bool> blocked{false};
   auto h = ex.spawn(
       [&] {
@@ -228,13 +261,14 @@ TEST(Dump, ShowsTheDepthOfABlockedWorkersDeque) {
   auto const* w = worker_running(d, "blocker");
   ASSERT_NE(w, nullptr) << spindle::to_text(d);
   EXPECT_EQ(w->deque_depth, 3U) << spindle::to_text(d);
-  gate.count_down();
+  gate.open();
   h.join();
 }
 
 TEST(Dump, ShowsTheIsolationRegionOfAWait) {
+  test_gate gate;
   spindle::executor ex(2);
-  std::latch gate(1);
+  opens_at_exit const opener{gate};
   std::atomic<bool> inner_started{false};
   // A task holding a region (a lock across a join, say) waits for a task of its region that
   // waits for the latch.
@@ -260,15 +294,15 @@ TEST(Dump, ShowsTheIsolationRegionOfAWait) {
   }));
   std::string const text = spindle::dump(ex);
   EXPECT_NE(text.find(", isolation region "), std::string::npos) << text;
-  gate.count_down();
+  gate.open();
   EXPECT_EQ(outer.join(), 1);
 }
 
 TEST(Dump, ShowsAGuestSlotInsideAJoinFromOutside) {
+  test_gate gate;
   spindle::executor ex(1);
-  std::latch gate(1);
   std::atomic<bool> started{false};
-  std::thread outside([&] {
+  std::jthread outside([&] {
     // Not a worker: the join takes a guest slot and runs `a` there.
     spindle::join(
         ex,
@@ -278,6 +312,7 @@ TEST(Dump, ShowsAGuestSlotInsideAJoinFromOutside) {
         },
         [] {});
   });
+  opens_at_exit const opener{gate};
   ASSERT_TRUE(eventually([&] { return started.load(); }));
   auto const d = spindle::snapshot(ex);
   bool guest_running = false;
@@ -286,7 +321,7 @@ TEST(Dump, ShowsAGuestSlotInsideAJoinFromOutside) {
   }
   EXPECT_TRUE(guest_running) << spindle::to_text(d);
   EXPECT_NE(spindle::to_text(d).find("guest"), std::string::npos);
-  gate.count_down();
+  gate.open();
   outside.join();
 }
 
@@ -335,20 +370,21 @@ struct captured_reports {
 
 TEST(StallReport, ReportsAStallOnceThroughTheSink) {
   captured_reports reports;
-  std::latch gate(1);
+  test_gate gate;
   {
     spindle::executor ex(spindle::executor_options().workers(1).stall_report(
         std::chrono::milliseconds(20), [&](std::string_view text) {
           std::lock_guard guard(reports.mu);
           reports.texts.emplace_back(text);
         }));
+    opens_at_exit const opener{gate};
     auto h = ex.spawn([&] { gate.wait(); }, spindle::name("stuck"));
     ASSERT_TRUE(eventually([&] { return reports.count() >= 1; }));
     // One report per stall: the stall goes on, and no second report comes while it does.
     // A wait for something that must not happen can only be bounded: 10 more periods.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_EQ(reports.count(), 1U);
-    gate.count_down();
+    gate.open();
     h.join();
   }
   std::lock_guard guard(reports.mu);
