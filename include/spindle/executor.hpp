@@ -21,6 +21,7 @@
 //   h.cancel();                             a task that has not started never will
 //   ex.spawn_blocking(f);                   on a separate pool: blocking I/O, legacy APIs
 //   ex.metrics(); ex.shutdown();
+//   ex.spawn(f, spindle::name("parse"))     a name that spindle::dump(ex) shows (dump.hpp)
 // task_group (spindle/task_group.hpp) and parallel_for / parallel_reduce
 // (spindle/parallel.hpp) build on these.
 //
@@ -57,10 +58,12 @@
 
 #include <spindle/detail/coro/coro_root.hpp>
 #include <spindle/detail/coro/schedule.hpp>
+#include <spindle/detail/executor/diag.hpp>
 #include <spindle/detail/executor/executor_core.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/available_cpus.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/diagnostics.hpp>
 #include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
 #include <spindle/join_handle.hpp>
@@ -182,6 +185,16 @@ class executor {
     return join_handle<task_result_t<Fn>>(core_.get(), owned.release());
   }
 
+  /// As spawn(fn), with a name that spindle::dump() shows while the task runs (see
+  /// spindle/diagnostics.hpp): `ex.spawn(f, spindle::name("parse"))`. The task also gets a
+  /// process-wide id, shown next to the name.
+  template <task_callable Fn>
+  auto spawn(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::executor::spawn: fn is a null pointer");
+    return spawn(
+        detail::named_callable<std::decay_t<Fn>>(std::decay_t<Fn>(std::forward<Fn>(fn)), n));
+  }
+
   /// Runs `fn` on a worker, as spawn(fn), unless that would have to wait: from outside the
   /// workers, when the injector's bound (executor_options::injector_capacity) is reached, it
   /// returns submit_status::full at once, and after shutdown began submit_status::closed; in
@@ -287,6 +300,14 @@ class executor {
     return spawn(bind_token(std::forward<Fn>(fn)));
   }
 
+  /// As spawn(fn) for a callable that takes the shutdown token, with a name for
+  /// spindle::dump() (see spawn(fn, name)).
+  template <stoppable_task_callable Fn>
+  auto spawn(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::executor::spawn: fn is a null pointer");
+    return spawn(bind_token(std::forward<Fn>(fn)), n);
+  }
+
   /// Runs coroutine `t` on this executor and returns a handle to its result: join() from a
   /// thread, or co_await from a coroutine. The coroutine starts on a worker, and every time it
   /// is resumed after a wait (a channel, a select, a timer, a join handle, another task) it
@@ -332,11 +353,25 @@ class executor {
     static_cast<void>(owned.release());
   }
 
+  /// As post(fn), with a name for spindle::dump() (see spawn(fn, name)).
+  template <task_callable Fn>
+  void post(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
+    post(detail::named_callable<std::decay_t<Fn>>(std::decay_t<Fn>(std::forward<Fn>(fn)), n));
+  }
+
   /// As post(f), for a callable that takes the executor's shutdown token (see spawn).
   template <stoppable_task_callable Fn>
   void post(Fn&& fn) {
     detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
     post(bind_token(std::forward<Fn>(fn)));
+  }
+
+  /// As post(fn) for a callable that takes the shutdown token, with a name for spindle::dump().
+  template <stoppable_task_callable Fn>
+  void post(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::executor::post: fn is a null pointer");
+    post(bind_token(std::forward<Fn>(fn)), n);
   }
 
   /// The token shutdown() requests (see spawn with a std::stop_token-taking callable).

@@ -19,6 +19,7 @@
 // mask), before any thread starts.
 
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/diagnostics.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -26,6 +27,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +40,8 @@ using unhandled_exception_handler = std::function<void(std::exception_ptr)>;
 class executor_options {
  public:
   using thread_hook = std::function<void(std::size_t)>;
+  /// Receives a stall report (stall_report()): the dump of the executor as text.
+  using report_sink = std::function<void(std::string_view)>;
 
   /// Worker threads, at least 1: the executor's constructor throws std::invalid_argument for
   /// 0, as executor(0) does. Not set (the default): one per processor this process may use,
@@ -167,6 +171,40 @@ class executor_options {
     return blocking_keep_alive_;
   }
 
+  /// A watchdog: when no task has started on any worker for `after` while work is pending (a
+  /// task queued, or a worker inside a task), one thread of the executor's own takes a dump
+  /// (spindle/dump.hpp) and passes its text to `sink`, or prints it to stderr when `sink` is
+  /// empty. One report per stall: the next comes only after some task started again. The
+  /// thread starts with the executor and stops at shutdown, after the workers (a shutdown
+  /// that hangs is reported too). 0 (the default): no watchdog, no thread, no cost. A stall
+  /// is seen between `after` and 1.25 * `after` after it began (the watchdog looks every
+  /// quarter of `after`). An exception escaping `sink` goes to the unhandled-exception
+  /// handler.
+  auto stall_report(std::chrono::milliseconds after, report_sink sink = {}) -> executor_options& {
+    stall_after_ = after;
+    stall_sink_ = std::move(sink);
+    return *this;
+  }
+  [[nodiscard]] auto stall_report() const noexcept -> std::chrono::milliseconds {
+    return stall_after_;
+  }
+  [[nodiscard]] auto stall_report_sink() const noexcept -> report_sink const& {
+    return stall_sink_;
+  }
+
+  /// Tracing: `fn(context, event)` is called on the thread where each event happens (a task
+  /// spawned, started, finished, stolen; a worker parked or woken; see spindle::trace_kind),
+  /// for a user's tracer (Perfetto, LTTng, a counter). It must be quick and may not throw or
+  /// call into the executor. nullptr (the default): no tracing; each place an event would be
+  /// reported costs one load and a branch never taken.
+  auto trace(trace_fn fn, void* context = nullptr) -> executor_options& {
+    trace_fn_ = fn;
+    trace_context_ = context;
+    return *this;
+  }
+  [[nodiscard]] auto trace() const noexcept -> trace_fn { return trace_fn_; }
+  [[nodiscard]] auto trace_context() const noexcept -> void* { return trace_context_; }
+
  private:
   std::optional<std::size_t> workers_;
   std::string thread_name_ = "spindle";
@@ -179,6 +217,10 @@ class executor_options {
   std::size_t max_blocking_threads_ = 512;
   bool private_joins_ = false;
   std::chrono::milliseconds blocking_keep_alive_{10'000};
+  std::chrono::milliseconds stall_after_{0};
+  report_sink stall_sink_;
+  trace_fn trace_fn_ = nullptr;
+  void* trace_context_ = nullptr;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE

@@ -65,12 +65,23 @@
 //   guests_      raised by enter_guest() (G1) and lowered by release_guest() (G2), seq_cst.
 //   worker_ctx::claimed  taken by enter_guest() (acquire CAS), given back by release_guest()
 //                (release store).
-//   handler_     guarded by handler_mu_. threads_ by shutdown_mu_ once the constructor returned.
+//   handler_     guarded by handler_mu_. threads_ and watchdog_ by shutdown_mu_ once the
+//                constructor returned.
+//
+// Diagnostics: snapshot() reads what every thread publishes (worker_ctx::diag, the counters,
+// the deques' sizes, the injector's) with relaxed loads, from any thread, for spindle::dump().
+// The optional watchdog (executor_options::stall_report, detail/executor/stall_watchdog.hpp) is
+// one thread of the core's own that takes such a snapshot when no task has started for a while
+// and work is pending; it stops in shutdown(), after the workers. Every core is listed in
+// detail::registry() (diag.hpp) from the end of its constructor to the start of its destructor, for
+// spindle::dump_all().
 
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/blocking_pool.hpp>
 #include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/executor/diag.hpp>
 #include <spindle/detail/executor/scheduler.hpp>
+#include <spindle/detail/executor/stall_watchdog.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/executor/worker_ctx.hpp>
 #include <spindle/detail/sync/atomic.hpp>
@@ -80,6 +91,7 @@
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/native_thread.hpp>
 #include <spindle/detail/sync/parker.hpp>
+#include <spindle/diagnostics.hpp>
 #include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
 
@@ -104,10 +116,11 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 enum class report_origin : std::uint8_t {
   posted_task,          ///< escaped a task passed to executor::post
   unwaited_task_group,  ///< a task of a task_group destroyed without wait()
-  thread_hook           ///< escaped executor_options::on_thread_start or on_thread_stop
+  thread_hook,          ///< escaped executor_options::on_thread_start or on_thread_stop
+  stall_sink            ///< escaped the sink of executor_options::stall_report
 };
 
-class executor_core final : public scheduler, public resume_target {
+class executor_core final : public scheduler, public resume_target, private stall_probe {
  public:
   using exception_handler = std::function<void(std::exception_ptr)>;
 
@@ -127,6 +140,8 @@ class executor_core final : public scheduler, public resume_target {
     check_thread_settings(opts.stack_size(), opts.worker_cpus());
     injector_capacity_ = opts.injector_capacity();
     private_joins_ = opts.private_joins();
+    tracer_ = opts.trace();
+    trace_context_ = opts.trace_context();
     threads_.reserve(workers);
     // relaxed: no worker runs yet; the thread start publishes it.
     started_.store(workers, std::memory_order_relaxed);
@@ -140,6 +155,7 @@ class executor_core final : public scheduler, public resume_target {
         threads_.push_back(std::make_unique<native_thread>(std::move(settings),
                                                            [this, i] { worker_main(*ctxs_[i]); }));
       }
+      start_watchdog(opts);
     } catch (...) {
       // Only the threads that started take part in the quiescence check.
       // seq_cst: read by try_terminate() after it sees stopping_, which shutdown() sets next.
@@ -147,6 +163,14 @@ class executor_core final : public scheduler, public resume_target {
       shutdown();
       throw;
     }
+#if !defined(SPINDLE_MODEL_CHECK)
+    try {
+      registry().add(this);
+    } catch (...) {
+      // No memory to list it: dump_all() will not show this executor; nothing else changes.
+      listed_ = false;
+    }
+#endif
   }
 
   executor_core(executor_core const&) = delete;
@@ -154,6 +178,11 @@ class executor_core final : public scheduler, public resume_target {
 
   ~executor_core() {
     refuse_own_thread_on_destruction();
+#if !defined(SPINDLE_MODEL_CHECK)
+    if (listed_) {
+      registry().remove(this);
+    }
+#endif
     shutdown();
   }
 
@@ -183,6 +212,8 @@ class executor_core final : public scheduler, public resume_target {
       }
       g.previous = current_worker;
       current_worker = &g;
+      // The guest runs its root task: one level deep, as a worker runs a task.
+      g.diag.value.restore(worker_diag::pack(1, worker_state::running));
       // A guest blocking in a channel wait publishes its private join jobs first, then lets
       // the executor the thread works for otherwise (if any) do the same with its own.
       g.outer_hook = std::exchange(current_blocking_hook, blocking_hook{&guest_blocking_thunk, &g});
@@ -256,40 +287,49 @@ class executor_core final : public scheduler, public resume_target {
     current_blocking_hook = std::exchange(g.outer_hook, blocking_hook{});
     current_worker = g.previous;
     g.previous = nullptr;
+    g.diag.value.restore(worker_diag::pack(0, worker_state::stopped));
     release_guest(g);
   }
 
   /// Waits until `done` is set. A worker of this executor runs other tasks meanwhile; any
   /// other thread sleeps.
+  /// The worker's published state says `waiting` meanwhile (spindle::dump()).
   void wait(completion& done) noexcept {
     if (worker_ctx* const w = local()) {
-      // What `done` waits for may be a join job still private to this thread (a task group
-      // inside a join's first half waiting for a task the second half releases, say): offered
-      // to thieves before this thread may sleep.
-      publish_before_waiting(*w);
-      if (w->guest && w->outer_hook.fn != nullptr) [[unlikely]] {
-        // A worker of another executor, here as a guest: what that executor's worker holds
-        // back from its thieves must not sleep with this thread either.
-        w->outer_hook.fn(w->outer_hook.arg);
-      }
-      if (current_isolation != 0) [[unlikely]] {
-        wait_isolated(*w, done);
-        return;
-      }
-      if (w->guest) {
-        wait_as_guest(*w, done);
-        return;
-      }
-      if (w->help_floor != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) <
-                                    w->help_floor) [[unlikely]] {
-        wait_restricted(*w, done);
-        return;
-      }
-      while (task* t = next_task(*w, &done)) {
-        run(*w, t);
-      }
+      std::uint32_t const before = w->diag.value.set_state(worker_state::waiting);
+      wait_local(w, done);
+      w->diag.value.restore(before);
     } else {
       done.wait_outside(outside_parker());
+    }
+  }
+
+  /// wait() on a worker or guest `w` of this executor.
+  void wait_local(worker_ctx* w, completion& done) noexcept {
+    // What `done` waits for may be a join job still private to this thread (a task group
+    // inside a join's first half waiting for a task the second half releases, say): offered
+    // to thieves before this thread may sleep.
+    publish_before_waiting(*w);
+    if (w->guest && w->outer_hook.fn != nullptr) [[unlikely]] {
+      // A worker of another executor, here as a guest: what that executor's worker holds
+      // back from its thieves must not sleep with this thread either.
+      w->outer_hook.fn(w->outer_hook.arg);
+    }
+    if (current_isolation != 0) [[unlikely]] {
+      wait_isolated(*w, done);
+      return;
+    }
+    if (w->guest) {
+      wait_as_guest(*w, done);
+      return;
+    }
+    if (w->help_floor != 0 &&
+        reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < w->help_floor) [[unlikely]] {
+      wait_restricted(*w, done);
+      return;
+    }
+    while (task* t = next_task(*w, &done)) {
+      run(*w, t);
     }
   }
 
@@ -331,6 +371,8 @@ class executor_core final : public scheduler, public resume_target {
                    ? "spindle: an exception escaped a task passed to executor::post\n"
                : origin == report_origin::thread_hook
                    ? "spindle: an exception escaped an executor thread's start or stop hook\n"
+               : origin == report_origin::stall_sink
+                   ? "spindle: an exception escaped the sink of executor_options::stall_report\n"
                    : "spindle: an exception escaped a task of a spindle::task_group destroyed "
                      "without wait()\n",
                stderr);
@@ -433,6 +475,8 @@ class executor_core final : public scheduler, public resume_target {
     }
     // A later (idempotent) call finds nothing to join.
     threads_.clear();
+    // After the workers: a shutdown that hangs is a stall too.
+    stop_watchdog();
     // Then the blocking tasks: the workers' tasks may have started some up to their end.
     blocking_.shutdown();
   }
@@ -497,6 +541,31 @@ class executor_core final : public scheduler, public resume_target {
     return m;
   }
 
+  /// A snapshot for spindle::dump(): every worker, then every held guest slot. Callable from
+  /// any thread at any time, also while every worker is stuck; it takes no lock of the
+  /// executor's and waits for nothing.
+  [[nodiscard]] auto snapshot() const -> executor_dump {
+    executor_dump d;
+    d.id = id_;
+    d.worker_count = workers_;
+    d.injector_depth = injector_.approximate_size();
+    // relaxed: a snapshot; the count's own protocol (try_terminate()) needs nothing from us.
+    d.coroutines = coroutines_.value.load(std::memory_order_relaxed);
+    // relaxed: as above.
+    d.stopping = stopping_.load(std::memory_order_relaxed);
+    d.workers.reserve(ctxs_.size());
+    for (std::size_t i = 0; i < ctxs_.size(); ++i) {
+      worker_ctx const& w = *ctxs_[i];
+      // relaxed: a free slot is skipped; a slot taken or given back meanwhile is shown as
+      // either, which a snapshot of a running executor may do.
+      if (w.guest && !w.claimed.load(std::memory_order_relaxed)) {
+        continue;
+      }
+      d.workers.push_back(dump_of(w, i));
+    }
+    return d;
+  }
+
   /// The token that shutdown() requests: tasks that take a std::stop_token get it.
   [[nodiscard]] auto shutdown_token() const noexcept -> std::stop_token {
     return stop_on_shutdown_.get_token();
@@ -513,6 +582,100 @@ class executor_core final : public scheduler, public resume_target {
   }
 
  private:
+  /// One context as snapshot() shows it.
+  [[nodiscard]] auto dump_of(worker_ctx const& w, std::size_t i) const -> worker_dump {
+    worker_diag const& g = w.diag.value;
+    worker_dump out;
+    out.index = i;
+    out.guest = w.guest;
+    // relaxed (every load below): published by their owner for dumps only (diag_state.hpp).
+    std::uint32_t const word = g.activity.load(std::memory_order_relaxed);
+    std::uint32_t const state = word & worker_diag::state_mask;
+    out.state = state <= static_cast<std::uint32_t>(worker_state::waiting_asleep)
+                    ? static_cast<worker_state>(state)
+                    : worker_state::stopped;
+    std::uint32_t const depth = word >> worker_diag::depth_shift;
+    out.stack.reserve(depth);
+    for (std::uint32_t k = 0; k < depth; ++k) {
+      task_frame f;
+      if (k < diag_frames) {
+        // relaxed: see above.
+        char const* const n = g.frames[k].name.load(std::memory_order_relaxed);
+        if (n != nullptr) {
+          f.name = n;
+          // relaxed: see above.
+          f.id = g.frames[k].id.load(std::memory_order_relaxed);
+        }
+      }
+      out.stack.push_back(std::move(f));
+    }
+    // relaxed: see above.
+    out.isolation_region = g.region.load(std::memory_order_relaxed);
+    out.deque_depth = stealers_[i].size();
+    // relaxed: a statistic written by its owner only; see worker_counters.
+    out.tasks_run = w.counters.value.tasks_run.load(std::memory_order_relaxed);
+    return out;
+  }
+
+  /// Starts the stall watchdog if the options ask for one (executor_options::stall_report).
+  void start_watchdog(executor_options const& opts) {
+#if defined(SPINDLE_MODEL_CHECK)
+    static_cast<void>(opts);
+#else
+    if (opts.stall_report() <= std::chrono::milliseconds(0)) {
+      return;
+    }
+    stall_sink_ = opts.stall_report_sink();
+    stall_probe& probe = *this;  // a private base: converted here, where it is accessible
+    watchdog_ = std::make_unique<stall_watchdog>(probe, opts.stall_report(),
+                                                 thread_name_for(opts.thread_name(), "watch", 0));
+#endif
+  }
+
+  /// Stops the watchdog, if any, and joins it. Called with shutdown_mu_ held (or by the
+  /// constructor's failure path, before the core is shared).
+  void stop_watchdog() noexcept { watchdog_.reset(); }
+
+  /// The tasks started so far, on every worker and guest slot.
+  [[nodiscard]] auto stall_tasks_started() const noexcept -> std::uint64_t override {
+    std::uint64_t n = 0;
+    for (auto const& w : ctxs_) {
+      // relaxed: a statistic written by its owner only; see worker_counters.
+      n += w->counters.value.tasks_run.load(std::memory_order_relaxed);
+    }
+    return n;
+  }
+
+  /// Whether work is pending: a task queued anywhere, or a thread inside a task.
+  [[nodiscard]] auto stall_work_pending() const noexcept -> bool override {
+    if (work_visible()) {
+      return true;
+    }
+    for (auto const& w : ctxs_) {
+      // relaxed: as in dump_of().
+      std::uint32_t const word = w->diag.value.activity.load(std::memory_order_relaxed);
+      if ((word >> worker_diag::depth_shift) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// The watchdog's report: the dump as text, to the sink or to stderr.
+  void stall_report(std::chrono::milliseconds stalled) noexcept override {
+    try {
+      std::string text = "spindle: no task started for " + std::to_string(stalled.count()) +
+                         " ms while work is pending\n" + to_text(snapshot());
+      if (stall_sink_) {
+        stall_sink_(text);
+      } else {
+        std::fputs(text.c_str(), stderr);
+      }
+    } catch (...) {
+      report(std::current_exception(), report_origin::stall_sink);
+    }
+  }
+
   /// Worker i's task and sleep counters, shared by stats() and metrics().
   [[nodiscard]] auto counters_of(std::size_t i) const noexcept -> worker_stats {
     auto const& c = ctxs_[i]->counters.value;
@@ -586,9 +749,11 @@ class executor_core final : public scheduler, public resume_target {
     run_hook(on_thread_start_, w.index);
     current_worker = &w;
     current_blocking_hook = blocking_hook{&before_blocking_thunk, &w};
+    w.diag.value.restore(worker_diag::pack(0, worker_state::searching));
     while (task* t = next_task(w, nullptr)) {
       run(w, t);
     }
+    w.diag.value.restore(worker_diag::pack(0, worker_state::stopped));
     current_blocking_hook = blocking_hook{};
     current_worker = nullptr;
     run_hook(on_thread_stop_, w.index);
@@ -653,7 +818,9 @@ class executor_core final : public scheduler, public resume_target {
         run(w, *t);
         continue;
       }
+      std::uint32_t const awake = w.diag.value.set_state(worker_state::waiting_asleep);
       until.wait_outside(parker_of(w));
+      w.diag.value.restore(awake);
       return;
     }
   }
@@ -677,10 +844,12 @@ class executor_core final : public scheduler, public resume_target {
   /// scheduler::wake_isolated()).
   void wait_isolated(worker_ctx& w, completion& until) noexcept {
     std::uint64_t const region = current_isolation;
+    std::uint64_t const outer_region = w.diag.value.set_region(region);
     std::vector<task*> aside;
     for (;;) {
       flush_next(w);
       if (until.is_set()) {
+        w.diag.value.set_region(outer_region);
         return;
       }
       if (task* const t = find_in_region(w, region, aside)) {
@@ -690,7 +859,9 @@ class executor_core final : public scheduler, public resume_target {
       enter_isolated_sleep(w);
       task* const t = find_in_region(w, region, aside);
       if (t == nullptr && until.arm(&parker_of(w))) {
+        std::uint32_t const awake = w.diag.value.set_state(worker_state::waiting_asleep);
         parker_of(w).park();
+        w.diag.value.restore(awake);
       }
       leave_isolated_sleep(w);
       if (t != nullptr) {
@@ -828,7 +999,9 @@ class executor_core final : public scheduler, public resume_target {
         thread_yield();
         continue;
       }
+      std::uint32_t const awake = g.diag.value.set_state(worker_state::waiting_asleep);
       until.wait_outside(g.guest_parker);
+      g.diag.value.restore(awake);
       return;
     }
   }
@@ -870,6 +1043,12 @@ class executor_core final : public scheduler, public resume_target {
 
   // INVARIANT: the executor's handle (until its destructor) plus outside wakers in progress.
   atomic<std::size_t> refs_{1};
+
+  // Diagnostics (spindle/dump.hpp).
+  std::uint64_t const id_ = next_executor_id();
+  bool listed_ = true;
+  executor_options::report_sink stall_sink_;
+  std::unique_ptr<stall_watchdog> watchdog_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -42,6 +42,9 @@
 //                while it is suspended: shutdown waits for it, and its resumption is queued
 //                even after the injector closed.
 //   worker_ctx   see worker_ctx.hpp.
+//   tracer_, trace_context_  set before any thread starts (executor_options::trace); read by
+//                every thread. Diagnostics (worker_ctx::diag, the trace calls) are described in
+//                detail/executor/diag_state.hpp and spindle/diagnostics.hpp.
 
 #include <spindle/deque.hpp>
 #include <spindle/detail/executor/completion.hpp>
@@ -54,6 +57,7 @@
 #include <spindle/detail/sync/cache_padded.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/parker.hpp>
+#include <spindle/diagnostics.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -119,6 +123,10 @@ class scheduler {
   void submit(task* t) {
     t->isolation = current_isolation;
     if (worker_ctx* const w = local()) {
+      // Before the push: once queued, the task may be stolen, run and freed at once.
+      if (tracer_ != nullptr) [[unlikely]] {
+        trace(trace_kind::spawned, w, t);
+      }
       w->tasks.push(t);
       // (N1): a task that outlives its spawner's attention (the spawner may block on
       // something else) must not sit in a deque while every other worker sleeps; pairs with
@@ -264,16 +272,41 @@ class scheduler {
 
   /// Runs a task popped by the calling worker, inside the isolation region it was queued in
   /// (spindle/isolate.hpp): its waits then run only tasks of that region.
+  ///
+  /// Diagnostics: the worker's state word says it runs a task one level deeper while `t`
+  /// runs (two relaxed stores, detail/executor/diag_state.hpp), and a tracer, if set, hears of
+  /// the start and the end (one load and a branch when none is).
   void run(worker_ctx& w, task* t) noexcept {
     worker_counters::bump(w.counters.value.tasks_run);
+    std::uint32_t const outer = w.diag.value.begin_task();
+    void const* const id = t;
+    if (tracer_ != nullptr) [[unlikely]] {
+      trace(trace_kind::started, &w, id);
+    }
     std::uint64_t const region = t->isolation;
     if (region == current_isolation) [[likely]] {
       t->run(t);
-      return;
+    } else {
+      std::uint64_t const saved = std::exchange(current_isolation, region);
+      t->run(t);  // may free *t: region was read before
+      current_isolation = saved;
     }
-    std::uint64_t const saved = std::exchange(current_isolation, region);
-    t->run(t);  // may free *t: region was read before
-    current_isolation = saved;
+    w.diag.value.restore(outer);
+    if (tracer_ != nullptr) [[unlikely]] {
+      trace(trace_kind::finished, &w, id);
+    }
+  }
+
+  /// Tells the tracer (executor_options::trace) of an event on `w` (nullptr: not a worker or
+  /// guest of this executor). `id` is the task's address, only an identity: the task may
+  /// have been freed.
+  [[gnu::noinline, gnu::cold]] void trace(trace_kind kind, worker_ctx const* w,
+                                          void const* id) const noexcept {
+    trace_event e;
+    e.kind = kind;
+    e.worker = w != nullptr ? w->index : trace_event::no_worker;
+    e.task = id;
+    tracer_(trace_context_, e);
   }
 
   /// At a quiescent point (every thread waits): whether a thread waits while a join job of
@@ -433,6 +466,10 @@ class scheduler {
   /// back).
   [[nodiscard]] auto push_outside(task* t) -> bool {
     t->isolation = current_isolation;
+    // Before the push: once queued, the task may run, end and be freed at once.
+    if (tracer_ != nullptr) [[unlikely]] {
+      trace(trace_kind::spawned, nullptr, t);
+    }
     bool pushed = false;
     try {
       pushed = injector_.push(t);
@@ -486,6 +523,9 @@ class scheduler {
       return;
     }
     t->isolation = current_isolation;
+    if (tracer_ != nullptr) [[unlikely]] {
+      trace(trace_kind::spawned, nullptr, t);
+    }
     if (!injector_.push(t)) {
       throw std::logic_error("spindle::executor: spawn or post after shutdown");
     }
@@ -603,6 +643,9 @@ class scheduler {
     });
     if (t != nullptr) {
       worker_counters::bump(counters.tasks_stolen);
+      if (tracer_ != nullptr) [[unlikely]] {
+        trace(trace_kind::stolen, &w, t);
+      }
       if (!w.deque.empty()) {
         // (I2): the rest of the batch moved from the victim's deque, where an isolated waiter
         // may have looked for its region's tasks and gone to sleep, into ours. The fence
@@ -751,7 +794,16 @@ class scheduler {
       worker_counters::bump(w.counters.value.times_parked);
       // The sleep is published as it begins, so metrics() counts it as parked while it lasts.
       w.counters.value.begin_sleep(std::chrono::steady_clock::now());
+      std::uint32_t const awake =
+          w.diag.value.set_state(top ? worker_state::parked : worker_state::waiting_asleep);
+      if (tracer_ != nullptr) [[unlikely]] {
+        trace(trace_kind::parked, &w, nullptr);
+      }
       idle_.park(w.index);
+      w.diag.value.restore(awake);
+      if (tracer_ != nullptr) [[unlikely]] {
+        trace(trace_kind::woken, &w, nullptr);
+      }
       w.counters.value.end_sleep(std::chrono::steady_clock::now());
       worker_counters::bump(w.counters.value.times_woken);
       w.searching = idle_.cancel_park(w.index);
@@ -856,6 +908,10 @@ class scheduler {
   // executor_options::private_joins: whether push_local may keep a job private. Set before
   // any thread starts.
   bool private_joins_ = false;
+  // executor_options::trace: the tracer and its context, or nullptr. Set before any thread
+  // starts.
+  trace_fn tracer_ = nullptr;
+  void* trace_context_ = nullptr;
   // Bounded injector only: submissions in the injector (places taken; coroutine resumptions
   // there take none), outside submitters asleep
   // on a full injector, and the futex word they sleep on (bumped whenever a worker that gives

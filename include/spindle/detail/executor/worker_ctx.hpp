@@ -14,8 +14,10 @@
 //                  metrics() (relaxed); shown_parked_ns by metrics() under its lock.
 //   claimed        a guest slot's owner flag: acquire CAS to take it, release store to give it
 //                  back (hands the slot's deque and parker from one guest to the next).
+//   diag           written by the owner, read by dumps (relaxed): detail/executor/diag_state.hpp.
 
 #include <spindle/deque.hpp>
+#include <spindle/detail/executor/diag_state.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/blocking_hook.hpp>
@@ -150,6 +152,8 @@ struct worker_ctx {
   // a guest slot (set by the scheduler when it builds the context).
   parker* sleeper = nullptr;
   cache_padded<worker_counters> counters;
+  // What spindle::dump() shows of this thread: its state, nested tasks and isolated wait.
+  cache_padded<worker_diag> diag;
   // Guests only. INVARIANT: true while an outside thread owns the slot; the owner alone uses
   // the deque's owner side and guest_parker (workers sleep on the idle set's parkers).
   atomic<bool> claimed{false};
