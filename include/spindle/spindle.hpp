@@ -12,6 +12,8 @@
 #include <spindle/channel_result.hpp>
 #include <spindle/deque.hpp>
 #include <spindle/deque_result.hpp>
+#include <spindle/diagnostics.hpp>
+#include <spindle/dump.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
