@@ -187,7 +187,6 @@ class watch_state {
 
   [[nodiscard]] auto list() noexcept -> wait_list& { return list_; }
 
-
  private:
   /// Moves the version on, unlocks, wakes every waiting receiver.
   /// Preconditions: the caller holds the lock.
