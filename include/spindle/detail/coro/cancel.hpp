@@ -157,16 +157,16 @@ class cancel_slot {
 
 /// An awaitable's link to its coroutine's slot: arm on suspension, disarm when the wait ends.
 /// A coroutine without a slot (not spindle's, or a root of sync_wait) is never cancelled.
-/// `fire(context)` runs when a request takes the hook.
+/// `on_fire(context)` runs when a request takes the hook.
 class cancel_link : private cancel_hook {
  public:
   cancel_link() noexcept = default;
   cancel_link(cancel_link const&) = delete;
   auto operator=(cancel_link const&) -> cancel_link& = delete;
 
-  void bind(cancel_slot* slot, void (*fire)(void* context) noexcept, void* context) noexcept {
+  void bind(cancel_slot* slot, void (*on_fire)(void* context) noexcept, void* context) noexcept {
     slot_ = slot;
-    on_fire_ = fire;
+    on_fire_ = on_fire;
     context_ = context;
     cancel_hook::fire = &thunk;
   }
