@@ -236,6 +236,7 @@ class broadcast_state {
     if (entering) {
       waiting_.fetch_add(1, std::memory_order_relaxed);
     } else {
+      // relaxed: as above.
       waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
   }
