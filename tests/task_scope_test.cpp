@@ -46,6 +46,13 @@ auto wait_forever(spindle::receiver<int> rx, std::atomic<int>* cancelled) -> spi
   }
 }
 
+/// As wait_forever, counting its start first: a child cancelled before it starts never runs.
+auto started_then_wait(spindle::receiver<int> rx, std::atomic<int>* started,
+                       std::atomic<int>* cancelled) -> spindle::task<void> {
+  started->fetch_add(1);
+  co_await wait_forever(std::move(rx), cancelled);
+}
+
 TEST(TaskScope, JoinWaitsForEveryChild) {
   spindle::executor ex(2);
   std::atomic<int> sum{0};
@@ -158,18 +165,18 @@ TEST(TaskScope, CancellingTheJoinerCancelsTheChildren) {
   spindle::executor ex(2);
   auto [tx, rx] = spindle::bounded<int>(1);
   std::atomic<int> cancelled{0};
-  std::atomic<bool> joining{false};
+  std::atomic<int> started{0};
   auto body = [](spindle::executor* e, spindle::receiver<int> r, std::atomic<int>* c,
-                 std::atomic<bool>* j) -> spindle::task<void> {
+                 std::atomic<int>* s) -> spindle::task<void> {
     spindle::task_scope scope(*e);
     for (int i = 0; i < 3; ++i) {
-      scope.spawn(wait_forever(r, c));
+      scope.spawn(started_then_wait(r, s, c));
     }
-    j->store(true);
     co_await scope.join();
   };
-  auto h = ex.spawn(body(&ex, rx, &cancelled, &joining));
-  while (!joining.load()) {
+  auto h = ex.spawn(body(&ex, rx, &cancelled, &started));
+  // Every child has started (one not started when the scope is cancelled never runs).
+  while (started.load() < 3) {
     std::this_thread::yield();
   }
   EXPECT_TRUE(h.cancel());
