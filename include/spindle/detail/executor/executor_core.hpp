@@ -1046,7 +1046,8 @@ class executor_core final : public scheduler, public resume_target, private stal
 
   // Diagnostics (spindle/dump.hpp).
   std::uint64_t const id_ = next_executor_id();
-  bool listed_ = true;
+  // Whether registry() lists it (not kept under the model checker).
+  [[maybe_unused]] bool listed_ = true;
   executor_options::report_sink stall_sink_;
   std::unique_ptr<stall_watchdog> watchdog_;
 };
