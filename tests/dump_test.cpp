@@ -211,7 +211,8 @@ TEST(Dump, UnnamedTaskShowsAsUnnamed) {
   EXPECT_EQ(d.workers[0].stack[0].id, 0U);
   EXPECT_TRUE(d.workers[0].stack[0].name.empty());
   EXPECT_NE(spindle::to_text(d).find("(unnamed)"), std::string::npos);
-  EXPECT_NE(spindle::to_json(d).find("{\"name\":null,\"id\":0}"), std::string::npos);
+  EXPECT_NE(spindle::to_json(d).find("{\"name\":null,\"id\":0,\"waits_for\":{\"kind\":\"none\""),
+            std::string::npos);
   gate.open();
   h.join();
 }
@@ -353,7 +354,7 @@ TEST(Dump, DumpAllForgetsADestroyedExecutor) {
 TEST(Dump, JsonEscapesNames) {
   spindle::executor_dump d;
   d.workers.push_back({});
-  d.workers[0].stack.push_back({"a\"b\\c", 7});
+  d.workers[0].stack.push_back({"a\"b\\c", 7, {}});
   EXPECT_NE(spindle::to_json(d).find(R"("name":"a\"b\\c","id":7)"), std::string::npos);
 }
 

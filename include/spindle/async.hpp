@@ -123,6 +123,7 @@ class stoppable_sleep_awaiter {
     timer_service::instance().add(entry_);
     // Armed after the timer entry is queued: a cancellation that wins must find it to cancel.
     cancel_.bind(cancel_slot_of(h), &on_cancel, this);
+    cancel_.note(pack_note(wait_kind::sleep, nullptr));
     if (!cancel_.arm()) {
       end_early(cancelled);
     }
@@ -139,6 +140,7 @@ class stoppable_sleep_awaiter {
   /// Throws: task_cancelled when the coroutine's cancellation ended it.
   auto await_resume() -> bool {
     cancel_.disarm();
+    cancel_.note(0);
     // relaxed: the winner's CAS came before its arrival, which the continuing party acquired
     // (or this thread wrote it).
     std::uint8_t const outcome = state_.load(std::memory_order_relaxed);

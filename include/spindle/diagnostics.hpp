@@ -75,11 +75,117 @@ enum class worker_state : std::uint8_t {
   return "unknown";
 }
 
+/// What a suspended coroutine (or a worker inside a join) waits on.
+enum class wait_kind : std::uint8_t {
+  none,       ///< nothing: running, or queued to run
+  send,       ///< a channel send (`object`: the channel)
+  recv,       ///< a channel receive (`object`: the channel)
+  select,     ///< a select of several cases (`cases`; `object`: the channel of the first)
+  sleep,      ///< a timer: sleep_for, sleep_until
+  join,       ///< a task or coroutine (`object`: the task, as `task_key` shows it)
+  when_all,   ///< when_all of `cases` tasks
+  when_any,   ///< when_any (or timeout) of `cases` tasks
+  lock,       ///< a mutex, shared_mutex or semaphore (`object`: the primitive)
+  gate,       ///< a latch or barrier (`object`: the primitive)
+  event,      ///< a notify, oneshot or watch
+  broadcast,  ///< a broadcast receive (`object`: the broadcast)
+  other       ///< an awaitable that does not say (an Asio operation, a foreign awaitable)
+};
+
+/// The name of a wait_kind as dumps print it.
+[[nodiscard]] constexpr auto to_string(wait_kind k) noexcept -> char const* {
+  switch (k) {
+    case wait_kind::none:
+      return "none";
+    case wait_kind::send:
+      return "send";
+    case wait_kind::recv:
+      return "recv";
+    case wait_kind::select:
+      return "select";
+    case wait_kind::sleep:
+      return "sleep";
+    case wait_kind::join:
+      return "join";
+    case wait_kind::when_all:
+      return "when_all";
+    case wait_kind::when_any:
+      return "when_any";
+    case wait_kind::lock:
+      return "lock";
+    case wait_kind::gate:
+      return "gate";
+    case wait_kind::event:
+      return "event";
+    case wait_kind::broadcast:
+      return "broadcast";
+    case wait_kind::other:
+      return "other";
+  }
+  return "unknown";
+}
+
+/// A wait as a dump saw it. `object` identifies the channel, primitive or task waited on while
+/// it lives (the same object shows the same number in every entry of one dump); it is an
+/// address, never to be dereferenced. For a join, `task_name` and `task_id` name the awaited
+/// task when the dump knows it (a named task running on a worker, or a listed coroutine).
+struct wait_dump {
+  wait_kind kind = wait_kind::none;
+  std::uintptr_t object = 0;
+  std::size_t cases = 0;  ///< select: its cases; when_all, when_any: the tasks
+  std::string task_name;
+  std::uint64_t task_id = 0;
+};
+
 /// One task on a worker's stack: its name and id, or none (an unnamed task: `name` empty,
-/// `id` 0).
+/// `id` 0), and what it waits for when it waits in a join (`waits_for.kind` is `join` then;
+/// the tasks above it on the stack run meanwhile).
 struct task_frame {
   std::string name;
   std::uint64_t id = 0;
+  wait_dump waits_for;
+};
+
+/// Where a listed coroutine is.
+enum class coroutine_state : std::uint8_t {
+  queued,     ///< spawned, not started yet
+  running,    ///< started and not suspended in a wait it describes (running, or queued to resume)
+  suspended,  ///< suspended in the wait `coroutine_dump::wait` shows
+};
+
+/// The name of a coroutine_state as dumps print it.
+[[nodiscard]] constexpr auto to_string(coroutine_state s) noexcept -> char const* {
+  switch (s) {
+    case coroutine_state::queued:
+      return "queued";
+    case coroutine_state::running:
+      return "running";
+    case coroutine_state::suspended:
+      return "suspended";
+  }
+  return "unknown";
+}
+
+/// A coroutine spawned on the executor (`ex.spawn(task)`) that the executor lists: every named
+/// one (`ex.spawn(t, spindle::name("reader"))`), and every one when the executor was built with
+/// executor_options::list_coroutines(true) (or a stall report).
+struct coroutine_dump {
+  std::string name;  ///< empty when unnamed
+  std::uint64_t id = 0;
+  coroutine_state state = coroutine_state::queued;
+  wait_dump wait;  ///< for `suspended`
+};
+
+/// A channel (or primitive) that listed coroutines or the executor's threads wait on, and how
+/// many wait there in one kind of wait (a channel's senders and its receivers are two
+/// entries). Only waiters the executor can see are counted: its listed coroutines, and the
+/// tasks on its workers (and guest threads) blocked there; a thread outside the executor is
+/// not. A select is counted nowhere (it waits on several objects).
+struct waiters_dump {
+  std::uintptr_t object = 0;
+  wait_kind kind = wait_kind::none;  ///< send or recv for a channel; lock, gate, broadcast ...
+  std::size_t coroutines = 0;        ///< listed coroutines suspended there
+  std::size_t threads = 0;           ///< tasks of the executor's threads blocked there
 };
 
 /// One worker thread, or one held guest slot, as a dump saw it.
@@ -106,6 +212,11 @@ struct executor_dump {
   std::size_t coroutines = 0;        ///< coroutines bound to the executor, suspended or not
   bool stopping = false;             ///< shutdown has begun
   std::vector<worker_dump> workers;  ///< every worker, then every held guest slot
+  /// The listed coroutines (see coroutine_dump), oldest first; not every bound coroutine is
+  /// listed unless the executor lists them all.
+  std::vector<coroutine_dump> listed_coroutines;
+  /// For every object that listed coroutines wait on, by kind of wait: how many wait there.
+  std::vector<waiters_dump> waiters;
 };
 
 /// What a tracer hears about (executor_options::trace).
@@ -165,12 +276,64 @@ inline void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+inline auto hex_address(std::uintptr_t a) -> std::string {
+  char buf[2 + 2 * sizeof(std::uintptr_t) + 1];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
+  return buf;
+}
+
+/// A wait as text: `recv on 0x...`, `select of 3 cases (first on 0x...)`, `join of "parse" #3`.
+inline auto wait_text(wait_dump const& w) -> std::string {
+  std::string out = to_string(w.kind);
+  switch (w.kind) {
+    case wait_kind::join:
+      if (w.task_id != 0) {
+        out += " of \"" + w.task_name + "\" #" + std::to_string(w.task_id);
+      } else {
+        out += " of task " + hex_address(w.object);
+      }
+      break;
+    case wait_kind::select:
+      out += " of " + std::to_string(w.cases) + " cases";
+      if (w.object != 0) {
+        out += " (first on " + hex_address(w.object) + ")";
+      }
+      break;
+    case wait_kind::when_all:
+    case wait_kind::when_any:
+      out += " of " + std::to_string(w.cases) + " tasks";
+      break;
+    default:
+      if (w.object != 0) {
+        out += " on " + hex_address(w.object);
+      }
+  }
+  return out;
+}
+
+inline void append_wait_json(std::string& out, wait_dump const& w) {
+  out += "{\"kind\":\"";
+  out += to_string(w.kind);
+  out += "\",\"object\":\"" + hex_address(w.object) + "\",\"cases\":" + std::to_string(w.cases) +
+         ",\"task_name\":";
+  if (w.task_id == 0) {
+    out += "null";
+  } else {
+    append_json_string(out, w.task_name);
+  }
+  out += ",\"task_id\":" + std::to_string(w.task_id) + "}";
+}
+
 }  // namespace detail
 
-/// The dump as text, one line per executor and one per worker, e.g.
-///   spindle executor 1: 2 workers, 0 queued in the injector, 0 coroutines bound
-///     worker 0: waiting, deque 0, tasks run 3, stack: "outer" #1
+/// The dump as text, one line per executor, per worker, per listed coroutine and per object
+/// with waiters, e.g.
+///   spindle executor 1: 2 workers, 0 queued in the injector, 2 coroutines bound
+///     worker 0: waiting, deque 0, tasks run 3, stack: "outer" #1 (join of "inner" #2)
 ///     worker 1: running, deque 0, tasks run 1, stack: "inner" #2
+///     coroutine "reader" #3: suspended, recv on 0x5581e4c0
+///     coroutine "writer" #4: suspended, join of "reader" #3
+///     waiting in recv on 0x5581e4c0: 1 coroutine, 0 threads
 /// A stack `"a" #1 > "b" #2` reads: b runs on the thread on top of a, which waits in a join
 /// (a waiting worker runs other tasks meanwhile); the state is the innermost task's. The
 /// isolation region is that of the innermost wait.
@@ -199,9 +362,29 @@ inline void append_json_string(std::string& out, std::string_view s) {
         } else {
           out += '"' + f.name + "\" #" + std::to_string(f.id);
         }
+        if (f.waits_for.kind != wait_kind::none) {
+          out += " (" + detail::wait_text(f.waits_for) + ")";
+        }
       }
     }
     out += '\n';
+  }
+  for (auto const& c : d.listed_coroutines) {
+    out += "  coroutine ";
+    if (!c.name.empty()) {
+      out += '"' + c.name + "\" ";
+    }
+    out += '#' + std::to_string(c.id) + ": " + to_string(c.state);
+    if (c.state == coroutine_state::suspended) {
+      out += ", " + detail::wait_text(c.wait);
+    }
+    out += '\n';
+  }
+  for (auto const& w : d.waiters) {
+    out += "  waiting in " + std::string(to_string(w.kind)) + " on " +
+           detail::hex_address(w.object) + ": " + std::to_string(w.coroutines) +
+           (w.coroutines == 1 ? " coroutine, " : " coroutines, ") + std::to_string(w.threads) +
+           (w.threads == 1 ? " thread\n" : " threads\n");
   }
   return out;
 }
@@ -209,8 +392,14 @@ inline void append_json_string(std::string& out, std::string_view s) {
 /// The dump as one JSON object:
 ///   {"executor":1,"worker_count":2,"injector_depth":0,"coroutines":0,"stopping":false,
 ///    "workers":[{"index":0,"guest":false,"state":"waiting","isolation_region":0,
-///                "deque_depth":0,"tasks_run":3,"stack":[{"name":"outer","id":1}]}, ...]}
-/// An unnamed task on a stack is {"name":null,"id":0}.
+///                "deque_depth":0,"tasks_run":3,"stack":[{"name":"outer","id":1,
+///                "waits_for":{"kind":"none","object":"0x0","cases":0,"task_name":null,
+///                "task_id":0}}]}, ...],
+///    "listed_coroutines":[{"name":"reader","id":3,"state":"suspended",
+///                "wait":{"kind":"recv","object":"0x5581e4c0",...}}, ...],
+///    "waiters":[{"object":"0x5581e4c0","kind":"recv","coroutines":1,"threads":0}, ...]}
+/// An unnamed task on a stack is {"name":null,"id":0,...}, an unnamed coroutine
+/// {"name":null,...}. Addresses are strings (JSON numbers lose precision past 2^53).
 [[nodiscard]] inline auto to_json(executor_dump const& d) -> std::string {
   std::string out = "{\"executor\":" + std::to_string(d.id) +
                     ",\"worker_count\":" + std::to_string(d.worker_count) +
@@ -235,9 +424,35 @@ inline void append_json_string(std::string& out, std::string_view s) {
       } else {
         detail::append_json_string(out, f.name);
       }
-      out += ",\"id\":" + std::to_string(f.id) + "}";
+      out += ",\"id\":" + std::to_string(f.id) + ",\"waits_for\":";
+      detail::append_wait_json(out, f.waits_for);
+      out += "}";
     }
     out += "]}";
+  }
+  out += "],\"listed_coroutines\":[";
+  first = true;
+  for (auto const& c : d.listed_coroutines) {
+    out += first ? "{\"name\":" : ",{\"name\":";
+    first = false;
+    if (c.name.empty()) {
+      out += "null";
+    } else {
+      detail::append_json_string(out, c.name);
+    }
+    out +=
+        ",\"id\":" + std::to_string(c.id) + ",\"state\":\"" + to_string(c.state) + "\",\"wait\":";
+    detail::append_wait_json(out, c.wait);
+    out += "}";
+  }
+  out += "],\"waiters\":[";
+  first = true;
+  for (auto const& w : d.waiters) {
+    out += first ? "{\"object\":\"" : ",{\"object\":\"";
+    first = false;
+    out += detail::hex_address(w.object) + "\",\"kind\":\"" + to_string(w.kind) +
+           "\",\"coroutines\":" + std::to_string(w.coroutines) +
+           ",\"threads\":" + std::to_string(w.threads) + "}";
   }
   out += "]}";
   return out;

@@ -15,14 +15,26 @@
 // (tokio/src/runtime/dump.rs) serve the same need; executor_options::stall_report prints this
 // dump by itself when an executor stalls.
 //
-// What it does not show: what a suspended coroutine waits on (a channel, a select, a timer, a
-// join handle), and channels with waiters; the count of coroutines bound to the executor is
-// all a dump says of coroutines.
+// Waits: for every task on a worker's stack, the join it waits in (naming the task it waits for
+// when that task is named or a listed coroutine) or the channel, select, lock, latch or
+// barrier its thread is blocked on; for every listed coroutine (every named one, or all with
+// executor_options::list_coroutines) whether it is queued, running or suspended, and what it
+// is suspended on: a channel send or receive, a select (its case count and the first case's
+// channel), a timer, a join handle, when_all/when_any, a lock, a latch or barrier, a notify,
+// oneshot or watch, a broadcast; and for every object with waiters, how many listed coroutines
+// and how many of the executor's threads wait there.
+//
+// What it does not show: unlisted coroutines (only their count); a thread outside the
+// executor blocked on a channel; the cases of a select beyond the first; the children of
+// when_all and when_any (the parent shows as waiting for them); an Asio operation or a foreign
+// awaitable a coroutine waits in (shown as running); tasks of spawn_blocking (they run outside
+// the workers).
 //
 // Thread safety: callable from any thread at any time, including a watchdog thread of the
-// user's while every worker is stuck: it reads what the workers publish with relaxed loads,
-// takes no lock of the executor's and waits for nothing (dump_all() takes the registry's lock,
-// which only executors being made or destroyed take). Not async-signal-safe (it allocates):
+// user's while every worker is stuck: it reads what the workers publish with relaxed loads and
+// takes only the lock of the executor's list of coroutines, which a listed coroutine's spawn
+// and end hold for a few instructions (dump_all() also takes the registry's lock, which only
+// executors being made or destroyed take). Not async-signal-safe (it allocates):
 // from a signal, wake a thread that calls it.
 //
 // Accuracy: each field is read once, while the executor runs; a stuck executor is shown

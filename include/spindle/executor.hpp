@@ -321,12 +321,15 @@ class executor {
   /// every build.
   template <class R>
   auto spawn(task<R> t) -> join_handle<R> {
-    detail::check_startable(detail::task_access::handle(t),
-                            "spindle::executor::spawn of an empty or already started task");
-    using node = detail::coro_root<R>;
-    detail::node_ptr<node> owned(detail::new_node<node>(std::move(t), core_.get()));
-    core_->submit(static_cast<detail::task*>(owned.get()));
-    return join_handle<R>(core_.get(), owned.release());
+    return spawn_coroutine(std::move(t), nullptr);
+  }
+
+  /// As spawn(t), with a name: spindle::dump() lists the coroutine with its name and a
+  /// process-wide id, and what it is suspended on (see executor_options::list_coroutines,
+  /// which lists unnamed ones too).
+  template <class R>
+  auto spawn(task<R> t, spindle::name n) -> join_handle<R> {
+    return spawn_coroutine(std::move(t), n.text());
   }
 
   /// `co_await ex.schedule()` moves the calling coroutine onto this executor: it continues on
@@ -423,6 +426,19 @@ class executor {
   friend auto detail::core_of(executor& ex) noexcept -> detail::executor_core&;
 
   static auto default_workers() noexcept -> std::size_t { return detail::available_cpus(); }
+
+  /// spawn(task) with or without a name (a listed coroutine, detail/coro/coro_registry.hpp).
+  template <class R>
+  auto spawn_coroutine(task<R> t, char const* name) -> join_handle<R> {
+    detail::check_startable(detail::task_access::handle(t),
+                            "spindle::executor::spawn of an empty or already started task");
+    using node = detail::coro_root<R>;
+    detail::coro_registry* const list = core_->coroutine_list(name != nullptr);
+    std::uint64_t const id = list != nullptr ? detail::next_named_id() : 0;
+    detail::node_ptr<node> owned(detail::new_node<node>(std::move(t), core_.get(), list, name, id));
+    core_->submit(static_cast<detail::task*>(owned.get()));
+    return join_handle<R>(core_.get(), owned.release());
+  }
 
   static auto make_core(executor_options opts) -> detail::executor_core* {
     if (opts.workers() == std::size_t{0}) {

@@ -192,6 +192,19 @@ class executor_options {
     return stall_sink_;
   }
 
+  /// Lists every coroutine spawned on the executor (`spawn(task)`) for spindle::dump(), with
+  /// what each is suspended on. A coroutine spawned with a name is listed in any case; a stall
+  /// report (stall_report()) lists them all too. Costs a listed coroutine a lock at its spawn
+  /// and at its end, and each of its waits a relaxed store as it suspends and as it wakes;
+  /// off (the default), a test at each of those places.
+  auto list_coroutines(bool on) -> executor_options& {
+    list_coroutines_ = on;
+    return *this;
+  }
+  [[nodiscard]] auto list_coroutines() const noexcept -> bool {
+    return list_coroutines_ || stall_after_ > std::chrono::milliseconds(0);
+  }
+
   /// Tracing: `fn(context, event)` is called on the thread where each event happens (a task
   /// spawned, started, finished, stolen; a worker parked or woken; see spindle::trace_kind),
   /// for a user's tracer (Perfetto, LTTng, a counter). It must be quick and may not throw or
@@ -207,6 +220,7 @@ class executor_options {
 
  private:
   std::optional<std::size_t> workers_;
+  bool list_coroutines_ = false;
   std::string thread_name_ = "spindle";
   thread_hook on_thread_start_;
   thread_hook on_thread_stop_;

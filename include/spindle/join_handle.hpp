@@ -144,6 +144,7 @@ class [[nodiscard]] join_handle {
       hook_.fire = &fire;
       hook_.context = this;
       cancel_.bind(detail::cancel_slot_of(c), &forward_cancel, this);
+      cancel_.note(detail::pack_note(wait_kind::join, &h_->state_->done));
       if (!cancel_.arm()) {
         static_cast<void>(h_->state_->cancel());
       }
@@ -154,6 +155,7 @@ class [[nodiscard]] join_handle {
 
     auto await_resume() -> R {
       cancel_.disarm();
+      cancel_.note(0);
       return h_->join();
     }
 

@@ -58,9 +58,11 @@
 // Example: tests/task_group_test.cpp (Example).
 
 #include <spindle/detail/executor/completion.hpp>
+#include <spindle/detail/executor/diag.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/diagnostics.hpp>
 #include <spindle/executor.hpp>
 
 #include <cstdint>
@@ -162,6 +164,15 @@ class task_group {
       throw;
     }
     static_cast<void>(owned.release());
+  }
+
+  /// As spawn(fn), with a name that spindle::dump() shows while the task runs (see
+  /// executor::spawn(fn, name)).
+  template <class Fn>
+  requires(task_callable<Fn> || stoppable_task_callable<Fn>)
+  void spawn(Fn&& fn, spindle::name n) {
+    detail::check_not_null(fn, "spindle::task_group::spawn: fn is a null pointer");
+    spawn(detail::named_callable<std::decay_t<Fn>>(std::decay_t<Fn>(std::forward<Fn>(fn)), n));
   }
 
   /// Waits for every task spawned into the group before the call (and what they spawned

@@ -45,6 +45,9 @@ class broadcast_recv_case : public select_case {
   ~broadcast_recv_case() override = default;
 
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::broadcast, state_};
+  }
   /// Throws: whatever T's copy constructor throws (the message stays unread).
   auto try_fire() -> bool override {
     auto r = state_->try_recv(*cursor_);
@@ -125,9 +128,12 @@ auto broadcast_recv_blocking(broadcast_state<T>& state, broadcast_cursor& cursor
       continue;
     }
     state.note_waiting(true);
+    wait_options parked = options;
+    parked.what = {wait_kind::broadcast, &state};
     park_on(
-        state.waiters(), [&state, &cursor] { return state.ready(cursor); }, options, blocked,
+        state.waiters(), [&state, &cursor] { return state.ready(cursor); }, parked, blocked,
         /*is_send=*/false);
+    options.deadline_passed = parked.deadline_passed;
     state.note_waiting(false);
   }
 }

@@ -185,6 +185,7 @@ class channel_state {
     };
     options.may_spin_arg = this;
     options.counters = &counters_.value;
+    options.what = {wait_kind::recv, this};
     return visit([&](auto& flavour) { return flavour.recv(options); });
   }
 
@@ -206,6 +207,7 @@ class channel_state {
     };
     options.may_spin_arg = this;
     options.counters = &counters_.value;
+    options.what = {wait_kind::send, this};
     return visit([&](auto& flavour) {
       if constexpr (takes_lane<decltype(flavour)>) {
         return flavour.send(value, options, lane);

@@ -13,6 +13,7 @@
 #include <spindle/detail/channel/wait_options.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <cstdint>
 #include <stop_token>
@@ -33,6 +34,7 @@ struct abort_on_stop {
 /// closed, and returns the selection.
 inline auto wait_for_selection(waiter& self, wait_options const& options) noexcept
     -> std::uintptr_t {
+  blocking_note_scope const note(options.what);
   if (options.stop == nullptr) {
     return self.wait(options.deadline);
   }

@@ -6,6 +6,7 @@
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -57,6 +58,10 @@ struct wait_options {
 
   /// The channel's counters (channel_state sets it for every blocking call it forwards).
   channel_counters* counters = nullptr;
+
+  /// What the call waits on, for dumps (detail/sync/wait_note.hpp): channel_state sets the
+  /// channel and the direction; the sync primitives set theirs; none: nothing is noted.
+  wait_target what{wait_kind::none, nullptr};
 
   /// Called once per sleep on a wait list. `first` is the operation's own flag: the first
   /// sleep of an operation also counts it as blocked (a send when `is_send`).

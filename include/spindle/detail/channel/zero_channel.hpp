@@ -27,6 +27,7 @@
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -83,6 +84,7 @@ class zero_channel {
     lock.unlock();
     bool blocked = false;
     options.note_wait(blocked, /*is_send=*/true);
+    blocking_note_scope const note(options.what);
     auto const selection = self.wait(options.deadline);
     if (selection >= waiter::first_operation) {
       return send_status::sent;

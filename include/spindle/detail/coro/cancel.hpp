@@ -33,9 +33,13 @@
 // Happens-before: arm's release publishes the hook to the requester's acquire; the requester's
 // release when it clears `busy` pairs with disarm's acquire, so what the hook did is visible
 // to the coroutine before it continues. Model tests: tests/model/cancel_test.cpp.
+//
+// The slot also carries the coroutine's diagnostics note (note(), noted()): what it waits on
+// while suspended, for spindle::dump(); stored only for a coroutine its executor lists.
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <coroutine>
 #include <cstdint>
@@ -145,6 +149,25 @@ class cancel_slot {
     word_.fetch_or(closed_bit, std::memory_order_release);
   }
 
+  /// Diagnostics (spindle::dump): the slot of a coroutine its executor lists. Called before
+  /// the coroutine starts (the start's hand-over orders it before every note()).
+  void list() noexcept { listed_ = true; }
+  [[nodiscard]] auto listed() const noexcept -> bool { return listed_; }
+
+  /// The awaitable a listed coroutine is suspended in notes what it waits on
+  /// (detail/sync/wait_note.hpp), and notes 0 when the wait ends; unlisted, nothing is stored.
+  SPINDLE_ALWAYS_INLINE void note(std::uint64_t word) noexcept {
+    if (listed_) {
+      // relaxed: read only by dumps, which need this word's own coherence and nothing else.
+      note_.store(word, std::memory_order_relaxed);
+    }
+  }
+  /// The last note (a dump's read, from any thread).
+  [[nodiscard]] auto noted() const noexcept -> std::uint64_t {
+    // relaxed: see note().
+    return note_.load(std::memory_order_relaxed);
+  }
+
  private:
   static constexpr std::uintptr_t requested_bit = 1;
   static constexpr std::uintptr_t busy_bit = 2;
@@ -153,6 +176,10 @@ class cancel_slot {
   static_assert(alignof(cancel_hook) >= 8, "the low three bits of a hook's address are flags");
 
   atomic<std::uintptr_t> word_{0};
+  // The diagnostics note; written only while `listed_`, which is never the case under the
+  // model checker (no registry there), so it adds no scheduling point to a model test.
+  atomic<std::uint64_t> note_{0};
+  bool listed_ = false;
 };
 
 /// An awaitable's link to its coroutine's slot: arm on suspension, disarm when the wait ends.
@@ -189,6 +216,12 @@ class cancel_link : private cancel_hook {
   /// Whether the coroutine was cancelled.
   [[nodiscard]] auto requested() const noexcept -> bool {
     return slot_ != nullptr && slot_->requested();
+  }
+  /// cancel_slot::note, for a coroutine that has a slot.
+  void note(std::uint64_t word) noexcept {
+    if (slot_ != nullptr) {
+      slot_->note(word);
+    }
   }
 
  private:

@@ -13,14 +13,19 @@
 // join throws task_cancelled. After it started, a cancel requests on the slot: the awaitable
 // the coroutine waits in (or its next wait) throws task_cancelled into it. The slot is closed
 // when the coroutine ends, so a later cancel returns false.
+//
+// Diagnostics: a listed coroutine (coro_registry.hpp) links its record when it is made, marks
+// it started, and unlinks it at its end or at a cancel before its start.
 
 #include <spindle/detail/coro/cancel.hpp>
+#include <spindle/detail/coro/coro_registry.hpp>
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/executor/task_pool.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/task.hpp>
 
+#include <cstdint>
 #include <utility>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
@@ -28,8 +33,25 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 template <class R>
 class coro_root final : public task, public shared_result<R> {
  public:
-  coro_root(spindle::task<R>&& t, resume_target* where) noexcept
-      : task(&start), shared_result<R>(&destroy, &cancel), t_(std::move(t)), where_(where) {}
+  /// `list`: the executor's list of coroutines when this one is listed (coro_registry.hpp),
+  /// with its `name` (a string literal, or null) and `id`; null when unlisted.
+  coro_root(spindle::task<R>&& t, resume_target* where, coro_registry* list = nullptr,
+            char const* name = nullptr, std::uint64_t id = 0) noexcept
+      : task(&start), shared_result<R>(&destroy, &cancel), t_(std::move(t)), where_(where) {
+    if (list != nullptr) {
+      record_.name = name;
+      record_.id = id;
+      record_.slot = &slot_;
+      record_.key = &this->done;
+      slot_.list();
+      list->add(record_);
+    }
+  }
+  coro_root(coro_root const&) = delete;
+  auto operator=(coro_root const&) -> coro_root& = delete;
+  /// Unlinks a record still linked: only a spawn that failed to queue the coroutine gets here
+  /// with one (every other path unlinked it while the executor was alive).
+  ~coro_root() { coro_registry::remove(record_); }
 
  private:
   static void start(task* n) noexcept {
@@ -39,6 +61,8 @@ class coro_root final : public task, public shared_result<R> {
       self->release();
       return;
     }
+    // relaxed: read only by dumps (coro_registry.hpp).
+    self->record_.started.store(true, std::memory_order_relaxed);
     auto h = task_access::handle(self->t_);
     auto& p = h.promise();
     p.where = self->where_;
@@ -59,6 +83,7 @@ class coro_root final : public task, public shared_result<R> {
     auto take = [&h] { return h.promise().take(); };
     self->result.run(take);
     self->slot_.close();
+    coro_registry::remove(self->record_);
     // The frame (and every local of the coroutine) dies on the worker, before the joiner may
     // return; the coroutine is suspended at its final point, where destroying it is allowed.
     self->t_ = spindle::task<R>();
@@ -81,6 +106,7 @@ class coro_root final : public task, public shared_result<R> {
     if (op == op_t::started) {
       return self->slot_.request();
     }
+    coro_registry::remove(self->record_);
     self->t_ = spindle::task<R>();
     self->result.set_error(std::make_exception_ptr(spindle::task_cancelled()));
     self->done.set();
@@ -90,6 +116,7 @@ class coro_root final : public task, public shared_result<R> {
   spindle::task<R> t_;
   resume_target* where_;
   cancel_slot slot_;
+  coro_record record_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

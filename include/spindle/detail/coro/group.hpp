@@ -101,6 +101,9 @@ class child_group {
       g_->where_ = target_of(h);
       g_->parent_.handle = h;
       cancel_.bind(cancel_slot_of(h), &forward_cancel, g_);
+      // Noted before the children start: the last of them may resume the parent at once.
+      cancel_.note(pack_note(g_->race_ ? wait_kind::when_any : wait_kind::when_all, nullptr,
+                             runners_.size()));
       bool const cancelled = !cancel_.arm();
       for (std::size_t i = 0; i < runners_.size(); ++i) {
         g_->start(i, runners_[i]);
@@ -114,6 +117,7 @@ class child_group {
 
     void await_resume() {
       cancel_.disarm();
+      cancel_.note(0);
       if (g_->error_) {
         std::rethrow_exception(g_->error_);
       }

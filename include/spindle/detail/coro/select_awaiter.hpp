@@ -21,6 +21,10 @@
 // finishes the round (cancels the timer, disarms the cancellation hook, unwatches, accepts) and
 // either resumes the coroutine or starts another round, still suspended.
 //
+// Diagnostics: a coroutine its executor lists (spindle::dump) notes in its cancellation slot
+// what the round waits on (the cases' describe()) just before it suspends, and clears the note
+// when the round finishes: one relaxed store each, and only a `listed` test when unlisted.
+//
 // Cancellation: a ready case still wins over a cancellation request (as a value ready in time
 // wins over a deadline). When no case was chosen and the coroutine's cancellation was
 // requested, the awaitable ends by throwing spindle::task_cancelled from await_resume.
@@ -40,6 +44,7 @@
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 #include <spindle/task_traits.hpp>
 
 #include <array>
@@ -148,6 +153,9 @@ class select_awaiter_base : private cancel_hook {
         }
         continue;
       }
+      if (cancel_slot* const slot = cancel_slot_of_promise(); slot != nullptr && slot->listed()) {
+        slot->note(describe());
+      }
       // acq_rel: see the file comment; the first arrival returns, the second continues.
       if (arrivals_.fetch_add(1, std::memory_order_acq_rel) == 0) {
         return false;
@@ -162,6 +170,9 @@ class select_awaiter_base : private cancel_hook {
   /// everything, then accept the winning case or try every case again. Returns true when a case
   /// was chosen.
   auto finish_round() -> bool {
+    if (cancel_slot* const slot = cancel_slot_of_promise()) {
+      slot->note(0);
+    }
     if constexpr (timed) {
       if (timer_armed_) {
         static_cast<void>(timer_service::instance().cancel(timer_));
@@ -185,6 +196,13 @@ class select_awaiter_base : private cancel_hook {
       return true;
     }
     return chosen_ != no_case;
+  }
+
+  /// The diagnostics note of this wait (detail/sync/wait_note.hpp): the one case that waits
+  /// (a timeout or stop beside it only bounds the wait), else a select of the waiting cases.
+  [[nodiscard]] auto describe() const noexcept -> std::uint64_t {
+    case_summary const s = summarize(std::span<select_case* const>(ptrs_));
+    return pack_note(s.what.kind, s.what.object, s.count);
   }
 
   [[nodiscard]] auto cancel_slot_of_promise() const noexcept -> cancel_slot* {

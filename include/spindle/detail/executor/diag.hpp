@@ -57,7 +57,7 @@ inline auto next_executor_id() noexcept -> std::uint64_t {
 /// While alive, the calling worker's frame at its current depth names this task.
 class label_scope {
  public:
-  label_scope(char const* name, std::uint64_t id) noexcept {
+  label_scope(char const* name, std::uint64_t id, void const* key = nullptr) noexcept {
     if constexpr (diag_on) {
       worker_ctx* const w = current_worker;
       if (w == nullptr) {
@@ -71,8 +71,11 @@ class label_scope {
       // relaxed (both): the owner reads its own frame.
       saved_name_ = slot_->name.load(std::memory_order_relaxed);
       saved_id_ = slot_->id.load(std::memory_order_relaxed);
-      // relaxed (both): read only by dumps (see "frames" in diag_state.hpp).
+      // relaxed: as above.
+      saved_key_ = slot_->key.load(std::memory_order_relaxed);
+      // relaxed (all three): read only by dumps (see "frames" in diag_state.hpp).
       slot_->id.store(id, std::memory_order_relaxed);
+      slot_->key.store(key, std::memory_order_relaxed);
       slot_->name.store(name, std::memory_order_relaxed);
     }
   }
@@ -80,9 +83,10 @@ class label_scope {
   auto operator=(label_scope const&) -> label_scope& = delete;
   ~label_scope() {
     if (slot_ != nullptr) {
-      // relaxed (both): as in the constructor.
+      // relaxed (all three): as in the constructor.
       slot_->name.store(saved_name_, std::memory_order_relaxed);
       slot_->id.store(saved_id_, std::memory_order_relaxed);
+      slot_->key.store(saved_key_, std::memory_order_relaxed);
     }
   }
 
@@ -90,6 +94,7 @@ class label_scope {
   diag_label* slot_ = nullptr;
   char const* saved_name_ = nullptr;
   std::uint64_t saved_id_ = 0;
+  void const* saved_key_ = nullptr;
 };
 
 /// A callable with a name: what `spawn(f, spindle::name(...))` runs instead of f.
@@ -99,17 +104,25 @@ class named_callable {
   named_callable(Fn&& fn, spindle::name n)
       : fn_(std::move(fn)), name_(n.text()), id_(next_named_id()) {}
 
-  auto operator()() -> std::invoke_result_t<Fn&> {
-    label_scope const scope(name_, id_);
-    return std::invoke(fn_);
+  /// Runs the task with what its runner passes (nothing, or a task group's stop token).
+  template <class... Args>
+  requires std::is_invocable_v<Fn&, Args...>
+  auto operator()(Args&&... args) -> std::invoke_result_t<Fn&, Args...> {
+    label_scope const scope(name_, id_, key_);
+    return std::invoke(fn_, std::forward<Args>(args)...);
   }
 
   [[nodiscard]] auto id() const noexcept -> std::uint64_t { return id_; }
+
+  /// What a join of this task waits on (the spawned node's completion), set by the node
+  /// before the task is queued; a dump names the task by it.
+  void set_diag_key(void const* key) noexcept { key_ = key; }
 
  private:
   Fn fn_;
   char const* name_;
   std::uint64_t id_;
+  void const* key_ = nullptr;
 };
 
 class executor_core;

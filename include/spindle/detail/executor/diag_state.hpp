@@ -15,11 +15,11 @@
 //              worker_state in its low byte and the nesting depth above it, so that a dump
 //              sees a state and a depth that belong together.
 //   region     written by the owner only (relaxed), read by dumps (relaxed).
-//   frames[d]  name and id of the named task at depth d + 1: written by the owner (relaxed),
-//              read by dumps (relaxed). Two loads: a dump that races with the end of a task
-//              may pair a name with the id of the next task at that depth; a diagnostic
-//              tolerates that, and the name itself is a string literal (spindle::name), valid
-//              whatever task it belonged to.
+//   frames[d]  name, id and join key of the named task at depth d + 1, and the join that
+//              task waits in: written by the owner (relaxed), read by dumps (relaxed). Two loads: a
+//              dump that races with the end of a task may pair a name with the id of the next task
+//              at that depth; a diagnostic tolerates that, and the name itself is a string literal
+//              (spindle::name), valid whatever task it belonged to.
 //   Nothing here orders anything else: a dump is a snapshot, not a synchronisation point.
 //
 // Under the model checker (SPINDLE_MODEL_CHECK) nothing is stored: these words are no part of
@@ -47,6 +47,11 @@ inline constexpr std::size_t diag_frames = 8;
 struct diag_label {
   atomic<char const*> name{nullptr};
   atomic<std::uint64_t> id{0};
+  // What a join of the named task waits on (its completion), so that a dump can name the task
+  // a join at another depth or on another worker waits for; null for a task nobody can join.
+  atomic<void const*> key{nullptr};
+  // The join the task at this depth waits in (detail/sync/wait_note.hpp), 0 when none.
+  atomic<std::uint64_t> waits{0};
 };
 
 /// A worker's published state: see the file comment.
@@ -101,6 +106,26 @@ struct worker_diag {
     if constexpr (diag_on) {
       // relaxed: as in set_state().
       activity.store(word, std::memory_order_relaxed);
+    }
+  }
+
+  /// The owner's task at the current depth waits in the join `note` (or no longer, with the
+  /// value this returned); returns the note to restore.
+  auto set_wait(std::uint64_t note) noexcept -> std::uint64_t {
+    if constexpr (!diag_on) {
+      static_cast<void>(note);
+      return 0;
+    } else {
+      std::uint32_t const depth = own() >> depth_shift;
+      if (depth == 0 || depth > diag_frames) {
+        return 0;
+      }
+      atomic<std::uint64_t>& w = frames[depth - 1].waits;
+      // relaxed: the owner reads its own store.
+      std::uint64_t const before = w.load(std::memory_order_relaxed);
+      // relaxed: read only by dumps.
+      w.store(note, std::memory_order_relaxed);
+      return before;
     }
   }
 

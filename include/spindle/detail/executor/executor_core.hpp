@@ -76,6 +76,7 @@
 // detail::registry() (diag.hpp) from the end of its constructor to the start of its destructor, for
 // spindle::dump_all().
 
+#include <spindle/detail/coro/coro_registry.hpp>
 #include <spindle/detail/coro/resume.hpp>
 #include <spindle/detail/executor/blocking_pool.hpp>
 #include <spindle/detail/executor/completion.hpp>
@@ -91,6 +92,7 @@
 #include <spindle/detail/sync/mutex.hpp>
 #include <spindle/detail/sync/native_thread.hpp>
 #include <spindle/detail/sync/parker.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 #include <spindle/diagnostics.hpp>
 #include <spindle/executor_options.hpp>
 #include <spindle/executor_stats.hpp>
@@ -136,7 +138,8 @@ class executor_core final : public scheduler, public resume_target, private stal
         handler_(opts.on_unhandled()),
         on_thread_start_(opts.on_thread_start()),
         on_thread_stop_(opts.on_thread_stop()),
-        blocking_(blocking_options(opts, workers)) {
+        blocking_(blocking_options(opts, workers)),
+        list_all_coroutines_(opts.list_coroutines()) {
     check_thread_settings(opts.stack_size(), opts.worker_cpus());
     injector_capacity_ = opts.injector_capacity();
     private_joins_ = opts.private_joins();
@@ -217,6 +220,7 @@ class executor_core final : public scheduler, public resume_target, private stal
       // A guest blocking in a channel wait publishes its private join jobs first, then lets
       // the executor the thread works for otherwise (if any) do the same with its own.
       g.outer_hook = std::exchange(current_blocking_hook, blocking_hook{&guest_blocking_thunk, &g});
+      g.outer_note = std::exchange(current_note_sink, thread_note_sink{&note_thunk, &g});
       return &g;
     }
     return nullptr;
@@ -285,6 +289,7 @@ class executor_core final : public scheduler, public resume_target, private stal
   void leave_guest(worker_ctx& g) noexcept {
     SPINDLE_ASSERT(g.private_count == 0, "a guest left with a join job it did not pop");
     current_blocking_hook = std::exchange(g.outer_hook, blocking_hook{});
+    current_note_sink = std::exchange(g.outer_note, thread_note_sink{});
     current_worker = g.previous;
     g.previous = nullptr;
     g.diag.value.restore(worker_diag::pack(0, worker_state::stopped));
@@ -297,7 +302,9 @@ class executor_core final : public scheduler, public resume_target, private stal
   void wait(completion& done) noexcept {
     if (worker_ctx* const w = local()) {
       std::uint32_t const before = w->diag.value.set_state(worker_state::waiting);
+      std::uint64_t const outer = w->diag.value.set_wait(pack_note(wait_kind::join, &done));
       wait_local(w, done);
+      w->diag.value.set_wait(outer);
       w->diag.value.restore(before);
     } else {
       done.wait_outside(outside_parker());
@@ -541,9 +548,22 @@ class executor_core final : public scheduler, public resume_target, private stal
     return m;
   }
 
-  /// A snapshot for spindle::dump(): every worker, then every held guest slot. Callable from
-  /// any thread at any time, also while every worker is stuck; it takes no lock of the
-  /// executor's and waits for nothing.
+  /// The list a coroutine spawned now joins (coro_registry.hpp): every coroutine when the
+  /// options list them all, a named one in any case; null otherwise, and always under the
+  /// model checker.
+  [[nodiscard]] auto coroutine_list(bool named) noexcept -> coro_registry* {
+#if defined(SPINDLE_MODEL_CHECK)
+    static_cast<void>(named);
+    return nullptr;
+#else
+    return named || list_all_coroutines_ ? &listed_coroutines_ : nullptr;
+#endif
+  }
+
+  /// A snapshot for spindle::dump(): every worker, then every held guest slot, then the listed
+  /// coroutines and what they wait on. Callable from any thread at any time, also while every
+  /// worker is stuck; it waits for nothing but the coroutine list's lock, which a listed
+  /// coroutine's spawn and end hold for a few instructions.
   [[nodiscard]] auto snapshot() const -> executor_dump {
     executor_dump d;
     d.id = id_;
@@ -563,6 +583,7 @@ class executor_core final : public scheduler, public resume_target, private stal
       }
       d.workers.push_back(dump_of(w, i));
     }
+    list_coroutines_into(d);
     return d;
   }
 
@@ -606,6 +627,8 @@ class executor_core final : public scheduler, public resume_target, private stal
           // relaxed: see above.
           f.id = g.frames[k].id.load(std::memory_order_relaxed);
         }
+        // relaxed: see above. The wait of the task at this depth, if it waits in a join.
+        f.waits_for = unpack_note(g.frames[k].waits.load(std::memory_order_relaxed));
       }
       out.stack.push_back(std::move(f));
     }
@@ -615,6 +638,88 @@ class executor_core final : public scheduler, public resume_target, private stal
     // relaxed: a statistic written by its owner only; see worker_counters.
     out.tasks_run = w.counters.value.tasks_run.load(std::memory_order_relaxed);
     return out;
+  }
+
+  /// The listed coroutines into `d`, then the names of the tasks that joins wait for, then
+  /// the count of coroutines waiting on each object.
+  void list_coroutines_into(executor_dump& d) const {
+    struct known {
+      std::uintptr_t key;
+      char const* name;
+      std::uint64_t id;
+    };
+    std::vector<known> keys;
+    listed_coroutines_.for_each([&](coro_record const& r) {
+      coroutine_dump c;
+      if (r.name != nullptr) {
+        c.name = r.name;
+      }
+      c.id = r.id;
+      // relaxed: see coro_registry.hpp.
+      if (!r.started.load(std::memory_order_relaxed)) {
+        c.state = coroutine_state::queued;
+      } else if (std::uint64_t const note = r.slot->noted(); note != 0) {
+        c.state = coroutine_state::suspended;
+        c.wait = unpack_note(note);
+      } else {
+        c.state = coroutine_state::running;
+      }
+      keys.push_back({note_object(r.key), r.name != nullptr ? r.name : "", r.id});
+      d.listed_coroutines.push_back(std::move(c));
+    });
+    // Named tasks on the workers' stacks: a join may wait for one of them.
+    for (std::size_t i = 0; i < ctxs_.size(); ++i) {
+      worker_diag const& g = ctxs_[i]->diag.value;
+      for (diag_label const& f : g.frames) {
+        // relaxed (both): see diag_state.hpp.
+        void const* const key = f.key.load(std::memory_order_relaxed);
+        char const* const name = f.name.load(std::memory_order_relaxed);
+        if (key != nullptr && name != nullptr) {
+          // relaxed: as above.
+          keys.push_back({note_object(key), name, f.id.load(std::memory_order_relaxed)});
+        }
+      }
+    }
+    auto const name_join = [&keys](wait_dump& w) {
+      if (w.kind != wait_kind::join) {
+        return;
+      }
+      for (known const& k : keys) {
+        if (k.key == w.object) {
+          w.task_name = k.name;
+          w.task_id = k.id;
+          return;
+        }
+      }
+    };
+    // Waits on one object, counted by kind; a join or a select is no object's waiter.
+    auto const count = [&d](wait_dump const& w, bool coroutine) {
+      if (w.object == 0 || w.kind == wait_kind::none || w.kind == wait_kind::join ||
+          w.kind == wait_kind::select) {
+        return;
+      }
+      auto const same = [&w](waiters_dump const& x) {
+        return x.object == w.object && x.kind == w.kind;
+      };
+      auto it = std::find_if(d.waiters.begin(), d.waiters.end(), same);
+      if (it == d.waiters.end()) {
+        d.waiters.push_back({w.object, w.kind, 0, 0});
+        it = d.waiters.end() - 1;
+      }
+      ++(coroutine ? it->coroutines : it->threads);
+    };
+    for (worker_dump& w : d.workers) {
+      for (task_frame& f : w.stack) {
+        name_join(f.waits_for);
+        count(f.waits_for, false);
+      }
+    }
+    for (coroutine_dump& c : d.listed_coroutines) {
+      if (c.state == coroutine_state::suspended) {
+        name_join(c.wait);
+        count(c.wait, true);
+      }
+    }
   }
 
   /// Starts the stall watchdog if the options ask for one (executor_options::stall_report).
@@ -749,12 +854,14 @@ class executor_core final : public scheduler, public resume_target, private stal
     run_hook(on_thread_start_, w.index);
     current_worker = &w;
     current_blocking_hook = blocking_hook{&before_blocking_thunk, &w};
+    current_note_sink = thread_note_sink{&note_thunk, &w};
     w.diag.value.restore(worker_diag::pack(0, worker_state::searching));
     while (task* t = next_task(w, nullptr)) {
       run(w, t);
     }
     w.diag.value.restore(worker_diag::pack(0, worker_state::stopped));
     current_blocking_hook = blocking_hook{};
+    current_note_sink = thread_note_sink{};
     current_worker = nullptr;
     run_hook(on_thread_stop_, w.index);
   }
@@ -774,6 +881,12 @@ class executor_core final : public scheduler, public resume_target, private stal
   static void before_blocking_thunk(void* arg) noexcept {
     auto& w = *static_cast<worker_ctx*>(arg);
     w.core->before_blocking(w);
+  }
+
+  /// The sink of a worker's (or guest's) blocking notes (detail/sync/wait_note.hpp): the wait
+  /// of the task at its current depth.
+  static auto note_thunk(void* arg, std::uint64_t note) noexcept -> std::uint64_t {
+    return static_cast<worker_ctx*>(arg)->diag.value.set_wait(note);
   }
 
   static void guest_blocking_thunk(void* arg) noexcept {
@@ -1050,6 +1163,10 @@ class executor_core final : public scheduler, public resume_target, private stal
   [[maybe_unused]] bool listed_ = true;
   executor_options::report_sink stall_sink_;
   std::unique_ptr<stall_watchdog> watchdog_;
+  // The listed coroutines (detail/coro/coro_registry.hpp), and whether every spawned
+  // coroutine is listed (executor_options::list_coroutines) or only the named ones.
+  coro_registry listed_coroutines_;
+  bool list_all_coroutines_ = false;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

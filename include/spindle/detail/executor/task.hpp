@@ -199,7 +199,13 @@ template <class Fn, class R>
 class spawned_task final : public task, public shared_result<R> {
  public:
   explicit spawned_task(Fn&& fn)
-      : task(&run_and_release), shared_result<R>(&destroy, &cancel_unstarted), fn_(std::move(fn)) {}
+      : task(&run_and_release), shared_result<R>(&destroy, &cancel_unstarted), fn_(std::move(fn)) {
+    // A named task (detail/executor/diag.hpp) learns what a join of it waits on, so that a
+    // dump can name the task a join waits for.
+    if constexpr (requires(Fn& f) { f.set_diag_key(nullptr); }) {
+      fn_->set_diag_key(&this->done);
+    }
+  }
 
  private:
   static void run_and_release(task* t) noexcept {

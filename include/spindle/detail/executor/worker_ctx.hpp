@@ -7,8 +7,9 @@
 // Synchronization:
 //   deque          the owner side is used by the worker (or the guest holding the slot) only;
 //                  the stealer side by every other worker (detail/deque/deque_state.hpp).
-//   next, next_streak, tick, rng, searching, previous, outer_hook, help_floor, private_jobs,
-//   private_count  the owning thread only (lost_wake_up() reads private_count at a quiescent
+//   next, next_streak, tick, rng, searching, previous, outer_hook, outer_note, help_floor,
+//   private_jobs, private_count  the owning thread only (lost_wake_up() reads private_count at a
+//   quiescent
 //                  point of the model checker, when no thread runs).
 //   counters       written by the owner (relaxed), read by executor_core::stats() and
 //                  metrics() (relaxed); shown_parked_ns by metrics() under its lock.
@@ -24,6 +25,7 @@
 #include <spindle/detail/sync/cache_padded.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/parker.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <array>
 #include <chrono>
@@ -148,6 +150,8 @@ struct worker_ctx {
   // slot (the hook of the executor the thread is a worker of, if any).
   worker_ctx* previous = nullptr;
   blocking_hook outer_hook{};
+  // A guest: the thread's note sink before it entered (detail/sync/wait_note.hpp).
+  thread_note_sink outer_note{};
   // The parker this context's thread sleeps on: the idle set's for a worker, guest_parker for
   // a guest slot (set by the scheduler when it builds the context).
   parker* sleeper = nullptr;

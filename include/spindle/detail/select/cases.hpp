@@ -31,11 +31,13 @@
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
@@ -71,6 +73,9 @@ class select_case {
   /// every channel case failed: a value ready in time is never lost to an expired deadline or a
   /// stop request, as recv_for and recv(stop_token) behave.
   [[nodiscard]] virtual auto is_channel() const noexcept -> bool { return false; }
+  /// What this case waits on, for spindle::dump() (detail/sync/wait_note.hpp). A case that
+  /// only bounds a wait (a stop, the default) says `none`; a timeout says `sleep`.
+  [[nodiscard]] virtual auto describe() const noexcept -> wait_target { return {}; }
 
  protected:
   // Cases are moved into an awaiter before any use; the registration state is never moved.
@@ -102,6 +107,9 @@ class recv_case : public select_case {
       : select_case(std::move(other)), ch_(other.ch_), f_(std::move(other.f_)) {}
 
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::recv, ch_};
+  }
   auto try_fire() -> bool override {
     auto r = ch_->try_recv();
     switch (r.status) {
@@ -170,6 +178,9 @@ class send_case : public select_case {
         lane_(other.lane_) {}
 
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::send, ch_};
+  }
   auto try_fire() -> bool override {
     status_ = ch_->try_send(*value_, lane_);
     return status_ != send_status::full;
@@ -241,6 +252,9 @@ class timeout_case : public select_case {
   [[nodiscard]] auto deadline() const noexcept -> std::optional<steady_time> override {
     return deadline_;
   }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::sleep, nullptr};
+  }
   void fire() override { std::invoke(f_); }
 
  private:
@@ -264,6 +278,9 @@ class default_case : public select_case {
 
   auto try_fire() -> bool override { return false; }
   [[nodiscard]] auto is_default() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::none, nullptr};
+  }
   void fire() override { std::invoke(f_); }
 
  private:
@@ -288,6 +305,9 @@ class stop_case : public select_case {
     return token_.stop_requested();
   }
   void unwatch() noexcept override { callback_.reset(); }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::none, nullptr};
+  }
   void fire() override { std::invoke(f_); }
 
  private:
@@ -295,5 +315,39 @@ class stop_case : public select_case {
   F f_;
   std::optional<std::stop_callback<abort_on_stop>> callback_;
 };
+
+/// What a select waits on, for dumps: the one case that waits (a timeout, a stop or the
+/// default beside it only bounds the wait), else a select of the `count` waiting cases with
+/// the first one's object.
+struct case_summary {
+  wait_target what;
+  std::size_t count = 0;
+};
+
+inline auto summarize(std::span<select_case* const> cases) noexcept -> case_summary {
+  wait_target first{wait_kind::none, nullptr};
+  std::size_t waiting = 0;
+  bool sleeps = false;
+  for (select_case const* const c : cases) {
+    wait_target const t = c->describe();
+    if (t.kind == wait_kind::none) {
+      continue;
+    }
+    if (t.kind == wait_kind::sleep) {
+      sleeps = true;
+      continue;
+    }
+    if (waiting++ == 0) {
+      first = t;
+    }
+  }
+  if (waiting == 0) {
+    return {{sleeps ? wait_kind::sleep : wait_kind::other, nullptr}, 0};
+  }
+  if (waiting == 1) {
+    return {first, 0};
+  }
+  return {{wait_kind::select, first.object}, waiting};
+}
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

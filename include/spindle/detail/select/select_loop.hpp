@@ -43,6 +43,7 @@
 #include <spindle/detail/sync/backoff.hpp>
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/wait_list.hpp>
+#include <spindle/detail/sync/wait_note.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -180,6 +181,8 @@ inline auto run_select(std::span<select_case* const> cases, bool biased) -> std:
       was_ready = list.watch_all(self);
       std::uintptr_t selection = waiter::aborted;
       if (!was_ready || !self.try_select(waiter::aborted)) {
+        case_summary const s = summarize(cases);
+        blocking_note_scope const note(s.what, s.count);
         selection = self.wait(list.deadline);
       }
       winner = list.unwatch_all(selection);

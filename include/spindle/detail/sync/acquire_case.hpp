@@ -88,6 +88,9 @@ class acquire_case : public select_case {
 
   // An event case: tried before timeouts and stops, as a channel operation is.
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::lock, sem_};
+  }
   auto try_fire() -> bool override {
     acquired_ = n_ == 0 || sem_->try_acquire(n_);
     return acquired_;
@@ -172,6 +175,7 @@ auto acquire_blocking_until(fair_semaphore& sem, std::size_t n, std::optional<st
     wait_options options;
     options.deadline = deadline;
     options.stop = stop;
+    options.what = {wait_kind::lock, &sem};
     auto const selection = wait_for_selection(self, options);
     if (selection == entry.operation()) {
       // Granted: the releaser gave the entry every permit it asked for.

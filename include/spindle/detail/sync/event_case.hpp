@@ -64,6 +64,9 @@ class event_case : public select_case {
 
   // An event case: tried before timeouts and stops, as a channel operation is.
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::event, nullptr};
+  }
   auto try_fire() -> bool override { return source_.poll(out_); }
   void watch(waiter& w) noexcept override {
     entry_.emplace(w);
@@ -113,6 +116,7 @@ auto wait_event_until(Source source, typename Source::outcome& out,
   wait_options options;
   options.deadline = deadline;
   options.stop = stop;
+  options.what = {wait_kind::event, nullptr};
   backoff spin;
   bool blocked = false;
   for (;;) {

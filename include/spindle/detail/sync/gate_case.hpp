@@ -42,6 +42,9 @@ class gate_case : public select_case {
 
   // An event case: tried before timeouts and stops, as a channel operation is.
   [[nodiscard]] auto is_channel() const noexcept -> bool override { return true; }
+  [[nodiscard]] auto describe() const noexcept -> wait_target override {
+    return {wait_kind::gate, gate_};
+  }
   auto try_fire() -> bool override { return gate_->passed(wait_.phase); }
   void watch(waiter& w) noexcept override {
     entry_.emplace(w, &wait_);
@@ -105,6 +108,7 @@ inline auto gate_wait_until(phase_gate& gate, std::uint64_t k, std::optional<ste
     wait_options options;
     options.deadline = deadline;
     options.stop = stop;
+    options.what = {wait_kind::gate, &gate};
     auto const selection = wait_for_selection(self, options);
     if (selection == entry.operation()) {
       return true;
