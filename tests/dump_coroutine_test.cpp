@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -114,6 +115,36 @@ TEST(DumpCoroutines, ANamedCoroutineShowsTheChannelItWaitsOn) {
   // An ended coroutine is no longer listed.
   EXPECT_EQ(listed(spindle::snapshot(ex), "reader"), nullptr);
   EXPECT_TRUE(spindle::snapshot(ex).waiters.empty());
+}
+
+TEST(DumpCoroutines, AResumedCoroutineShowsRunning) {
+  spindle::executor ex(2);
+  auto [tx, rx] = spindle::bounded<int>(4);
+  std::atomic<bool> received{false};
+  std::atomic<bool> release{false};
+  auto body = [](spindle::receiver<int> r, std::atomic<bool>& got,
+                 std::atomic<bool>& go) -> spindle::task<int> {
+    auto v = co_await r.async_recv();
+    got.store(true);
+    // Running (on a worker) and in no wait a dump knows of.
+    while (!go.load()) {
+      std::this_thread::yield();
+    }
+    co_return v.value_or(-1);
+  };
+  auto h = ex.spawn(body(rx, received, release), spindle::name("busy"));
+  ASSERT_TRUE(eventually(
+      [&] { return suspended_in(spindle::snapshot(ex), "busy", spindle::wait_kind::recv); }));
+  ASSERT_TRUE(tx.send(6).is_sent());
+  ASSERT_TRUE(eventually([&] { return received.load(); }));
+  spindle::executor_dump const d = spindle::snapshot(ex);
+  auto const* c = listed(d, "busy");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->state, spindle::coroutine_state::running);
+  EXPECT_EQ(c->wait.kind, spindle::wait_kind::none);
+  EXPECT_TRUE(d.waiters.empty());
+  release.store(true);
+  EXPECT_EQ(h.join(), 6);
 }
 
 TEST(DumpCoroutines, CountsEveryCoroutineWaitingOnOneChannel) {
