@@ -17,6 +17,7 @@
 #include <spindle/when.hpp>
 
 #include "support/eventually.hpp"
+#include "support/test_gate.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +25,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <latch>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -37,6 +37,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using spindle_test::eventually;
+using spindle_test::opens_at_exit;
+using spindle_test::test_gate;
 
 /// The listed coroutine named `name`, or nullptr.
 auto listed(spindle::executor_dump const& d, std::string const& name)
@@ -147,6 +149,15 @@ TEST(DumpCoroutines, AResumedCoroutineShowsRunning) {
   EXPECT_EQ(h.join(), 6);
 }
 
+TEST(DumpCoroutines, AnEndedCoroutineLeavesTheListBeforeItIsJoined) {
+  spindle::executor ex(2);
+  auto quick = []() -> spindle::task<int> { co_return 2; };
+  auto h = ex.spawn(quick(), spindle::name("quick"));
+  // The handle still holds the coroutine's result; the coroutine itself has ended.
+  ASSERT_TRUE(eventually([&] { return spindle::snapshot(ex).listed_coroutines.empty(); }));
+  EXPECT_EQ(h.join(), 2);
+}
+
 TEST(DumpCoroutines, CountsEveryCoroutineWaitingOnOneChannel) {
   spindle::executor ex(spindle::executor_options().workers(2).list_coroutines(true));
   auto [tx, rx] = spindle::bounded<int>(4);
@@ -242,7 +253,8 @@ TEST(DumpCoroutines, AWorkerInAJoinNamesTheCoroutineItWaitsFor) {
 
 TEST(DumpCoroutines, AWorkerInAJoinNamesTheTaskItWaitsFor) {
   spindle::executor ex(2);
-  std::latch gate(1);
+  test_gate gate;
+  opens_at_exit const opener{gate};
   std::atomic<bool> started{false};
   auto outer = ex.spawn(
       [&] {
@@ -267,7 +279,7 @@ TEST(DumpCoroutines, AWorkerInAJoinNamesTheTaskItWaitsFor) {
   };
   ASSERT_TRUE(eventually([&] { return started.load() && shows(spindle::snapshot(ex)); }))
       << spindle::dump(ex);
-  gate.count_down();
+  gate.open();
   EXPECT_EQ(outer.join(), 4);
   // The wait is over: no frame says it waits any more.
   auto const d = spindle::snapshot(ex);
@@ -278,9 +290,40 @@ TEST(DumpCoroutines, AWorkerInAJoinNamesTheTaskItWaitsFor) {
   }
 }
 
+TEST(DumpThreads, DumpAllNamesATaskOfAnotherExecutorThatAJoinWaitsFor) {
+  spindle::executor a(1);
+  spindle::executor b(1);
+  test_gate gate;
+  opens_at_exit const opener{gate};
+  std::atomic<bool> started{false};
+  auto inner = b.spawn(
+      [&] {
+        started.store(true);
+        gate.wait();
+        return 5;
+      },
+      spindle::name("across"));
+  auto outer = a.spawn([&inner] { return inner.join(); }, spindle::name("joiner"));
+  ASSERT_TRUE(eventually([&] {
+    return started.load() && spindle::dump_all().find("\"joiner\" #") != std::string::npos &&
+           spindle::dump_all().find("(join of \"across\" #") != std::string::npos;
+  })) << spindle::dump_all();
+  // One executor's own dump cannot name a task of another: it shows the task's address.
+  EXPECT_NE(spindle::dump(a).find("(join of task 0x"), std::string::npos) << spindle::dump(a);
+  EXPECT_NE(spindle::dump_all(spindle::dump_format::json).find("\"task_name\":\"across\""),
+            std::string::npos);
+  gate.open();
+  EXPECT_EQ(outer.join(), 5);
+}
+
 TEST(DumpCoroutines, ASleepShowsAndACancelEndsIt) {
   spindle::executor ex(2);
   auto h = ex.spawn(sleep_long(), spindle::name("sleeper"));
+  // A failed assertion must not leave the coroutine asleep for an hour in the shutdown.
+  struct cancels_at_exit {
+    spindle::join_handle<void>& handle;
+    ~cancels_at_exit() { static_cast<void>(handle.cancel()); }
+  } const canceller{h};
   ASSERT_TRUE(eventually(
       [&] { return suspended_in(spindle::snapshot(ex), "sleeper", spindle::wait_kind::sleep); }));
   EXPECT_TRUE(h.cancel());
@@ -362,7 +405,8 @@ TEST(DumpCoroutines, AMutexWaitShowsLock) {
 
 TEST(DumpCoroutines, AQueuedCoroutineShowsQueued) {
   spindle::executor ex(1);
-  std::latch gate(1);
+  test_gate gate;
+  opens_at_exit const opener{gate};
   std::atomic<bool> blocking{false};
   auto blocker = ex.spawn([&] {
     blocking.store(true);
@@ -380,14 +424,15 @@ TEST(DumpCoroutines, AQueuedCoroutineShowsQueued) {
   EXPECT_TRUE(h.cancel());
   EXPECT_THROW(h.join(), spindle::task_cancelled);
   EXPECT_TRUE(spindle::snapshot(ex).listed_coroutines.empty());
-  gate.count_down();
+  gate.open();
   blocker.join();
 }
 
 TEST(DumpCoroutines, ATaskGroupTaskShowsItsName) {
   spindle::executor ex(2);
   spindle::task_group g(ex);
-  std::latch gate(1);
+  test_gate gate;
+  opens_at_exit const opener{gate};
   std::atomic<bool> started{false};
   g.spawn(
       [&] {
@@ -398,7 +443,7 @@ TEST(DumpCoroutines, ATaskGroupTaskShowsItsName) {
   ASSERT_TRUE(eventually([&] {
     return started.load() && spindle::dump(ex).find("\"grouped\" #") != std::string::npos;
   }));
-  gate.count_down();
+  gate.open();
   g.wait();
 }
 
@@ -504,7 +549,8 @@ TEST(DumpCoroutines, AStallReportListsTheCoroutines) {
           reported.store(true);
         }));
     auto [tx, rx] = spindle::bounded<int>(1);
-    std::latch gate(1);
+    test_gate gate;
+    opens_at_exit const opener{gate};
     // A coroutine waits on a channel while the only worker is stuck in a task: the report
     // lists the unnamed coroutine (a stall report lists them all) and its receive.
     auto h = ex.spawn(receive(rx));
@@ -515,7 +561,7 @@ TEST(DumpCoroutines, AStallReportListsTheCoroutines) {
     }));
     auto stuck = ex.spawn([&] { gate.wait(); });
     ASSERT_TRUE(eventually([&] { return reported.load(); }));
-    gate.count_down();
+    gate.open();
     stuck.join();
     ASSERT_TRUE(tx.send(1).is_sent());
     EXPECT_EQ(h.join(), 1);

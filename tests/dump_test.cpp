@@ -13,13 +13,13 @@
 #include <spindle/isolate.hpp>
 
 #include "support/eventually.hpp"
+#include "support/test_gate.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <latch>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -54,32 +54,8 @@ auto worker_running(spindle::executor_dump const& d, std::string const& name)
   return nullptr;
 }
 
-/// A latch the test holds closed while it takes its dumps. open() lets the waiting tasks go;
-/// so does an opens_at_exit guard declared after the executor, so that a failed assertion,
-/// which leaves the test early, ends it with a failure instead of a hang in the executor's
-/// shutdown.
-class test_gate {
- public:
-  void wait() { latch_.wait(); }
-  void open() {
-    if (!opened_.exchange(true)) {
-      latch_.count_down();
-    }
-  }
-
- private:
-  std::latch latch_{1};
-  std::atomic<bool> opened_{false};
-};
-
-struct opens_at_exit {
-  explicit opens_at_exit(test_gate& g) : gate(g) {}
-  opens_at_exit(opens_at_exit const&) = delete;
-  auto operator=(opens_at_exit const&) -> opens_at_exit& = delete;
-  ~opens_at_exit() { gate.open(); }
-
-  test_gate& gate;
-};
+using spindle_test::opens_at_exit;
+using spindle_test::test_gate;
 
 auto is_waiting(spindle::worker_state s) -> bool {
   return s == spindle::worker_state::waiting || s == spindle::worker_state::waiting_asleep;
@@ -354,7 +330,7 @@ TEST(Dump, DumpAllForgetsADestroyedExecutor) {
 TEST(Dump, JsonEscapesNames) {
   spindle::executor_dump d;
   d.workers.push_back({});
-  d.workers[0].stack.push_back({"a\"b\\c", 7, {}});
+  d.workers[0].stack.push_back({"a\"b\\c", 7, {}, 0});
   EXPECT_NE(spindle::to_json(d).find(R"("name":"a\"b\\c","id":7)"), std::string::npos);
 }
 

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,6 +145,9 @@ struct task_frame {
   std::string name;
   std::uint64_t id = 0;
   wait_dump waits_for;
+  /// What a join of this task shows as its `object` (0 for an unnamed task, or one nobody can
+  /// join): how a dump names the task a join waits for, also across executors (dump_all).
+  std::uintptr_t key = 0;
 };
 
 /// Where a listed coroutine is.
@@ -174,6 +178,8 @@ struct coroutine_dump {
   std::uint64_t id = 0;
   coroutine_state state = coroutine_state::queued;
   wait_dump wait;  ///< for `suspended`
+  /// What a join of this coroutine shows as its `object` (see task_frame::key).
+  std::uintptr_t key = 0;
 };
 
 /// A channel (or primitive) that listed coroutines or the executor's threads wait on, and how
@@ -274,6 +280,75 @@ inline void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out += '"';
+}
+
+/// Names the task each join in `dumps` waits for: a named task on a worker's stack or a listed
+/// coroutine of any of them whose key is the join's object.
+inline void name_joins(std::span<executor_dump> dumps) {
+  auto const find = [&dumps](wait_dump& w) {
+    for (executor_dump const& d : dumps) {
+      for (worker_dump const& wd : d.workers) {
+        for (task_frame const& f : wd.stack) {
+          if (f.key != 0 && f.key == w.object) {
+            w.task_name = f.name;
+            w.task_id = f.id;
+            return;
+          }
+        }
+      }
+      for (coroutine_dump const& c : d.listed_coroutines) {
+        if (c.key != 0 && c.key == w.object) {
+          w.task_name = c.name;
+          w.task_id = c.id;
+          return;
+        }
+      }
+    }
+  };
+  for (executor_dump& d : dumps) {
+    for (worker_dump& wd : d.workers) {
+      for (task_frame& f : wd.stack) {
+        if (f.waits_for.kind == wait_kind::join && f.waits_for.task_id == 0) {
+          find(f.waits_for);
+        }
+      }
+    }
+    for (coroutine_dump& c : d.listed_coroutines) {
+      if (c.wait.kind == wait_kind::join && c.wait.task_id == 0) {
+        find(c.wait);
+      }
+    }
+  }
+}
+
+/// Counts, per object and kind of wait, the listed coroutines and the threads' tasks of `d`
+/// waiting there (a join or a select is no object's waiter).
+inline void count_waiters(executor_dump& d) {
+  auto const count = [&d](wait_dump const& w, bool coroutine) {
+    if (w.object == 0 || w.kind == wait_kind::none || w.kind == wait_kind::join ||
+        w.kind == wait_kind::select) {
+      return;
+    }
+    auto it = d.waiters.begin();
+    while (it != d.waiters.end() && (it->object != w.object || it->kind != w.kind)) {
+      ++it;
+    }
+    if (it == d.waiters.end()) {
+      d.waiters.push_back({w.object, w.kind, 0, 0});
+      it = d.waiters.end() - 1;
+    }
+    ++(coroutine ? it->coroutines : it->threads);
+  };
+  for (worker_dump const& wd : d.workers) {
+    for (task_frame const& f : wd.stack) {
+      count(f.waits_for, false);
+    }
+  }
+  for (coroutine_dump const& c : d.listed_coroutines) {
+    if (c.state == coroutine_state::suspended) {
+      count(c.wait, true);
+    }
+  }
 }
 
 inline auto hex_address(std::uintptr_t a) -> std::string {
@@ -394,9 +469,9 @@ inline void append_wait_json(std::string& out, wait_dump const& w) {
 ///    "workers":[{"index":0,"guest":false,"state":"waiting","isolation_region":0,
 ///                "deque_depth":0,"tasks_run":3,"stack":[{"name":"outer","id":1,
 ///                "waits_for":{"kind":"none","object":"0x0","cases":0,"task_name":null,
-///                "task_id":0}}]}, ...],
+///                "task_id":0},"key":"0x5581e000"}]}, ...],
 ///    "listed_coroutines":[{"name":"reader","id":3,"state":"suspended",
-///                "wait":{"kind":"recv","object":"0x5581e4c0",...}}, ...],
+///                "wait":{"kind":"recv","object":"0x5581e4c0",...},"key":"0x5581e100"}, ...],
 ///    "waiters":[{"object":"0x5581e4c0","kind":"recv","coroutines":1,"threads":0}, ...]}
 /// An unnamed task on a stack is {"name":null,"id":0,...}, an unnamed coroutine
 /// {"name":null,...}. Addresses are strings (JSON numbers lose precision past 2^53).
@@ -426,7 +501,7 @@ inline void append_wait_json(std::string& out, wait_dump const& w) {
       }
       out += ",\"id\":" + std::to_string(f.id) + ",\"waits_for\":";
       detail::append_wait_json(out, f.waits_for);
-      out += "}";
+      out += ",\"key\":\"" + detail::hex_address(f.key) + "\"}";
     }
     out += "]}";
   }
@@ -443,7 +518,7 @@ inline void append_wait_json(std::string& out, wait_dump const& w) {
     out +=
         ",\"id\":" + std::to_string(c.id) + ",\"state\":\"" + to_string(c.state) + "\",\"wait\":";
     detail::append_wait_json(out, c.wait);
-    out += "}";
+    out += ",\"key\":\"" + detail::hex_address(c.key) + "\"}";
   }
   out += "],\"waiters\":[";
   first = true;

@@ -51,6 +51,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE {
 
@@ -75,15 +76,21 @@ enum class dump_format : std::uint8_t {
 }
 
 /// dump() of every executor alive in the process, in the order they were made: the texts one
-/// after the other, or a JSON array. Empty (or `[]`) under the model checker, which keeps no
+/// after the other, or a JSON array. A join that waits for a task of another executor names
+/// it too. Empty (or `[]`) under the model checker, which keeps no
 /// list.
 /// Thread safety: any thread, any time. Throws: std::bad_alloc.
 [[nodiscard]] inline auto dump_all(dump_format format = dump_format::text) -> std::string {
+  std::vector<executor_dump> dumps;
+#if !defined(SPINDLE_MODEL_CHECK)
+  detail::registry().for_each(
+      [&](detail::executor_core const& core) { dumps.push_back(core.snapshot()); });
+#endif
+  // A join on one executor may wait for a task of another.
+  detail::name_joins(dumps);
   std::string out = format == dump_format::json ? "[" : "";
   bool first = true;
-#if !defined(SPINDLE_MODEL_CHECK)
-  detail::registry().for_each([&](detail::executor_core const& core) {
-    executor_dump const d = core.snapshot();
+  for (executor_dump const& d : dumps) {
     if (format == dump_format::json) {
       out += first ? "" : ",";
       out += to_json(d);
@@ -91,9 +98,7 @@ enum class dump_format : std::uint8_t {
       out += to_text(d);
     }
     first = false;
-  });
-#endif
-  static_cast<void>(first);
+  }
   if (format == dump_format::json) {
     out += "]";
   }

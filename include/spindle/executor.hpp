@@ -434,8 +434,16 @@ class executor {
                             "spindle::executor::spawn of an empty or already started task");
     using node = detail::coro_root<R>;
     detail::coro_registry* const list = core_->coroutine_list(name != nullptr);
-    std::uint64_t const id = list != nullptr ? detail::next_named_id() : 0;
-    detail::node_ptr<node> owned(detail::new_node<node>(std::move(t), core_.get(), list, name, id));
+    std::unique_ptr<detail::coro_record> record;
+    if (list != nullptr) {
+      record = std::make_unique<detail::coro_record>();
+      record->name = name;
+      record->id = detail::next_named_id();
+    }
+    detail::node_ptr<node> owned(
+        detail::new_node<node>(std::move(t), core_.get(), list, record.get()));
+    // The root owns the record from its construction on (and unlists it if submit throws).
+    static_cast<void>(record.release());
     core_->submit(static_cast<detail::task*>(owned.get()));
     return join_handle<R>(core_.get(), owned.release());
   }

@@ -34,8 +34,9 @@
 // release when it clears `busy` pairs with disarm's acquire, so what the hook did is visible
 // to the coroutine before it continues. Model tests: tests/model/cancel_test.cpp.
 //
-// The slot also carries the coroutine's diagnostics note (note(), noted()): what it waits on
-// while suspended, for spindle::dump(); stored only for a coroutine its executor lists.
+// The slot also passes on the coroutine's diagnostics notes (note()): what it waits on while
+// suspended, for spindle::dump(); stored only for a coroutine its executor lists, in its
+// record (detail/coro/coro_registry.hpp).
 
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
@@ -149,23 +150,19 @@ class cancel_slot {
     word_.fetch_or(closed_bit, std::memory_order_release);
   }
 
-  /// Diagnostics (spindle::dump): the slot of a coroutine its executor lists. Called before
-  /// the coroutine starts (the start's hand-over orders it before every note()).
-  void list() noexcept { listed_ = true; }
-  [[nodiscard]] auto listed() const noexcept -> bool { return listed_; }
+  /// Diagnostics (spindle::dump): the slot of a coroutine its executor lists keeps its notes
+  /// in `to` (the coroutine's record, detail/coro/coro_registry.hpp). Called before the
+  /// coroutine starts (the start's hand-over orders it before every note()).
+  void list(atomic<std::uint64_t>* to) noexcept { note_ = to; }
+  [[nodiscard]] auto listed() const noexcept -> bool { return note_ != nullptr; }
 
   /// The awaitable a listed coroutine is suspended in notes what it waits on
   /// (detail/sync/wait_note.hpp), and notes 0 when the wait ends; unlisted, nothing is stored.
   SPINDLE_ALWAYS_INLINE void note(std::uint64_t word) noexcept {
-    if (listed_) {
+    if (note_ != nullptr) {
       // relaxed: read only by dumps, which need this word's own coherence and nothing else.
-      note_.store(word, std::memory_order_relaxed);
+      note_->store(word, std::memory_order_relaxed);
     }
-  }
-  /// The last note (a dump's read, from any thread).
-  [[nodiscard]] auto noted() const noexcept -> std::uint64_t {
-    // relaxed: see note().
-    return note_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -176,10 +173,9 @@ class cancel_slot {
   static_assert(alignof(cancel_hook) >= 8, "the low three bits of a hook's address are flags");
 
   atomic<std::uintptr_t> word_{0};
-  // The diagnostics note; written only while `listed_`, which is never the case under the
-  // model checker (no registry there), so it adds no scheduling point to a model test.
-  atomic<std::uint64_t> note_{0};
-  bool listed_ = false;
+  // Where the diagnostics notes go, or null (unlisted; always under the model checker, which
+  // keeps no list, so the notes add no scheduling point to a model test).
+  atomic<std::uint64_t>* note_ = nullptr;
 };
 
 /// An awaitable's link to its coroutine's slot: arm on suspension, disarm when the wait ends.

@@ -21,7 +21,8 @@
 //   mu_         guards the links, `count_`, and every record's membership.
 //   started     written once by the worker that starts the coroutine (relaxed), read by dumps
 //               (relaxed): a diagnostic, ordering nothing.
-//   the note    see cancel_slot::note.
+//   note        written through the coroutine's cancellation slot (cancel_slot::note), read by
+//               dumps (relaxed).
 // Not kept under the model checker: no executor lists coroutines there.
 
 #include <spindle/detail/coro/cancel.hpp>
@@ -37,15 +38,16 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
 class coro_registry;
 
-/// What a listed coroutine's root keeps for the list.
+/// A listed coroutine's entry: allocated by its spawn and freed once unlinked, so that an
+/// unlisted coroutine carries one pointer for it (its root's) and one in its cancellation slot.
 struct coro_record {
   coro_record* prev = nullptr;
   coro_record* next = nullptr;
   coro_registry* list = nullptr;  ///< while linked
   char const* name = nullptr;     ///< a string literal (spindle::name), or null
   std::uint64_t id = 0;
-  cancel_slot const* slot = nullptr;
-  void const* key = nullptr;  ///< what a join of this coroutine notes (its completion)
+  void const* key = nullptr;      ///< what a join of this coroutine notes (its completion)
+  atomic<std::uint64_t> note{0};  ///< what it is suspended on (cancel_slot::note)
   atomic<bool> started{false};
 };
 
@@ -66,7 +68,9 @@ class coro_registry {
     ++count_;
   }
 
-  /// Unlinks `r` if it is linked (the paths that end a coroutine may meet).
+  /// Unlinks `r` if it is linked. `r.list` is touched by one party at a time: the spawn that
+  /// links it, then whichever path ends the coroutine (its end, a cancel before its start, or
+  /// the destruction of a root that was never queued).
   static void remove(coro_record& r) noexcept {
     coro_registry* const list = r.list;
     if (list == nullptr) {

@@ -33,25 +33,27 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 template <class R>
 class coro_root final : public task, public shared_result<R> {
  public:
-  /// `list`: the executor's list of coroutines when this one is listed (coro_registry.hpp),
-  /// with its `name` (a string literal, or null) and `id`; null when unlisted.
+  /// `record`: the coroutine's entry in `list`, the executor's list of coroutines, when this
+  /// one is listed (coro_registry.hpp; the root owns the entry from here on); null when
+  /// unlisted.
   coro_root(spindle::task<R>&& t, resume_target* where, coro_registry* list = nullptr,
-            char const* name = nullptr, std::uint64_t id = 0) noexcept
-      : task(&start), shared_result<R>(&destroy, &cancel), t_(std::move(t)), where_(where) {
-    if (list != nullptr) {
-      record_.name = name;
-      record_.id = id;
-      record_.slot = &slot_;
-      record_.key = &this->done;
-      slot_.list();
-      list->add(record_);
+            coro_record* record = nullptr) noexcept
+      : task(&start),
+        shared_result<R>(&destroy, &cancel),
+        t_(std::move(t)),
+        where_(where),
+        record_(record) {
+    if (record_ != nullptr) {
+      record_->key = &this->done;
+      slot_.list(&record_->note);
+      list->add(*record_);
     }
   }
   coro_root(coro_root const&) = delete;
   auto operator=(coro_root const&) -> coro_root& = delete;
-  /// Unlinks a record still linked: only a spawn that failed to queue the coroutine gets here
-  /// with one (every other path unlinked it while the executor was alive).
-  ~coro_root() { coro_registry::remove(record_); }
+  /// Unlists a coroutine still listed: only a spawn that failed to queue it gets here with one
+  /// (every other path unlisted it while the executor was alive).
+  ~coro_root() { unlist(); }
 
  private:
   static void start(task* n) noexcept {
@@ -61,8 +63,10 @@ class coro_root final : public task, public shared_result<R> {
       self->release();
       return;
     }
-    // relaxed: read only by dumps (coro_registry.hpp).
-    self->record_.started.store(true, std::memory_order_relaxed);
+    if (self->record_ != nullptr) {
+      // relaxed: read only by dumps (coro_registry.hpp).
+      self->record_->started.store(true, std::memory_order_relaxed);
+    }
     auto h = task_access::handle(self->t_);
     auto& p = h.promise();
     p.where = self->where_;
@@ -83,7 +87,7 @@ class coro_root final : public task, public shared_result<R> {
     auto take = [&h] { return h.promise().take(); };
     self->result.run(take);
     self->slot_.close();
-    coro_registry::remove(self->record_);
+    self->unlist();
     // The frame (and every local of the coroutine) dies on the worker, before the joiner may
     // return; the coroutine is suspended at its final point, where destroying it is allowed.
     self->t_ = spindle::task<R>();
@@ -106,17 +110,27 @@ class coro_root final : public task, public shared_result<R> {
     if (op == op_t::started) {
       return self->slot_.request();
     }
-    coro_registry::remove(self->record_);
+    self->unlist();
     self->t_ = spindle::task<R>();
     self->result.set_error(std::make_exception_ptr(spindle::task_cancelled()));
     self->done.set();
     return true;
   }
 
+  /// Takes the coroutine off its executor's list and frees its entry (no more notes come: the
+  /// coroutine ended, or never started).
+  void unlist() noexcept {
+    if (record_ != nullptr) {
+      coro_registry::remove(*record_);
+      delete record_;
+      record_ = nullptr;
+    }
+  }
+
   spindle::task<R> t_;
   resume_target* where_;
   cancel_slot slot_;
-  coro_record record_;
+  coro_record* record_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

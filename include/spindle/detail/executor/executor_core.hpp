@@ -106,6 +106,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -307,6 +308,8 @@ class executor_core final : public scheduler, public resume_target, private stal
       w->diag.value.set_wait(outer);
       w->diag.value.restore(before);
     } else {
+      // A worker of another executor notes the join where that executor's dumps see it.
+      blocking_note_scope const note({wait_kind::join, &done});
       done.wait_outside(outside_parker());
     }
   }
@@ -624,8 +627,9 @@ class executor_core final : public scheduler, public resume_target, private stal
         char const* const n = g.frames[k].name.load(std::memory_order_relaxed);
         if (n != nullptr) {
           f.name = n;
-          // relaxed: see above.
+          // relaxed (both): see above.
           f.id = g.frames[k].id.load(std::memory_order_relaxed);
+          f.key = note_object(g.frames[k].key.load(std::memory_order_relaxed));
         }
         // relaxed: see above. The wait of the task at this depth, if it waits in a join.
         f.waits_for = unpack_note(g.frames[k].waits.load(std::memory_order_relaxed));
@@ -640,86 +644,32 @@ class executor_core final : public scheduler, public resume_target, private stal
     return out;
   }
 
-  /// The listed coroutines into `d`, then the names of the tasks that joins wait for, then
-  /// the count of coroutines waiting on each object.
+  /// The listed coroutines into `d`, then the names of the tasks that joins wait for (among
+  /// this executor's; dump_all() looks across executors too), then the count of coroutines and
+  /// threads waiting on each object.
   void list_coroutines_into(executor_dump& d) const {
-    struct known {
-      std::uintptr_t key;
-      char const* name;
-      std::uint64_t id;
-    };
-    std::vector<known> keys;
     listed_coroutines_.for_each([&](coro_record const& r) {
       coroutine_dump c;
       if (r.name != nullptr) {
         c.name = r.name;
       }
       c.id = r.id;
-      // relaxed: see coro_registry.hpp.
-      if (!r.started.load(std::memory_order_relaxed)) {
+      c.key = note_object(r.key);
+      // relaxed (both): see coro_registry.hpp.
+      bool const started = r.started.load(std::memory_order_relaxed);
+      std::uint64_t const note = r.note.load(std::memory_order_relaxed);
+      if (!started) {
         c.state = coroutine_state::queued;
-      } else if (std::uint64_t const note = r.slot->noted(); note != 0) {
+      } else if (note != 0) {
         c.state = coroutine_state::suspended;
         c.wait = unpack_note(note);
       } else {
         c.state = coroutine_state::running;
       }
-      keys.push_back({note_object(r.key), r.name != nullptr ? r.name : "", r.id});
       d.listed_coroutines.push_back(std::move(c));
     });
-    // Named tasks on the workers' stacks: a join may wait for one of them.
-    for (std::size_t i = 0; i < ctxs_.size(); ++i) {
-      worker_diag const& g = ctxs_[i]->diag.value;
-      for (diag_label const& f : g.frames) {
-        // relaxed (both): see diag_state.hpp.
-        void const* const key = f.key.load(std::memory_order_relaxed);
-        char const* const name = f.name.load(std::memory_order_relaxed);
-        if (key != nullptr && name != nullptr) {
-          // relaxed: as above.
-          keys.push_back({note_object(key), name, f.id.load(std::memory_order_relaxed)});
-        }
-      }
-    }
-    auto const name_join = [&keys](wait_dump& w) {
-      if (w.kind != wait_kind::join) {
-        return;
-      }
-      for (known const& k : keys) {
-        if (k.key == w.object) {
-          w.task_name = k.name;
-          w.task_id = k.id;
-          return;
-        }
-      }
-    };
-    // Waits on one object, counted by kind; a join or a select is no object's waiter.
-    auto const count = [&d](wait_dump const& w, bool coroutine) {
-      if (w.object == 0 || w.kind == wait_kind::none || w.kind == wait_kind::join ||
-          w.kind == wait_kind::select) {
-        return;
-      }
-      auto const same = [&w](waiters_dump const& x) {
-        return x.object == w.object && x.kind == w.kind;
-      };
-      auto it = std::find_if(d.waiters.begin(), d.waiters.end(), same);
-      if (it == d.waiters.end()) {
-        d.waiters.push_back({w.object, w.kind, 0, 0});
-        it = d.waiters.end() - 1;
-      }
-      ++(coroutine ? it->coroutines : it->threads);
-    };
-    for (worker_dump& w : d.workers) {
-      for (task_frame& f : w.stack) {
-        name_join(f.waits_for);
-        count(f.waits_for, false);
-      }
-    }
-    for (coroutine_dump& c : d.listed_coroutines) {
-      if (c.state == coroutine_state::suspended) {
-        name_join(c.wait);
-        count(c.wait, true);
-      }
-    }
+    name_joins(std::span<executor_dump>(&d, 1));
+    count_waiters(d);
   }
 
   /// Starts the stall watchdog if the options ask for one (executor_options::stall_report).
