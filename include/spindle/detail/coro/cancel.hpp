@@ -48,6 +48,12 @@
 
 namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 
+/// Where a listed coroutine's diagnostics note lives (the first part of its record,
+/// detail/coro/coro_registry.hpp): what it is suspended on, for spindle::dump().
+struct coro_note {
+  atomic<std::uint64_t> word{0};
+};
+
 /// What an awaitable arms while its coroutine is suspended in it: run once by the requester.
 /// An awaitable derives from it (or holds a cancel_link) and finds itself from the pointer, so
 /// the hook costs a suspended coroutine's frame one word.
@@ -151,17 +157,20 @@ class cancel_slot {
   }
 
   /// Diagnostics (spindle::dump): the slot of a coroutine its executor lists keeps its notes
-  /// in `to` (the coroutine's record, detail/coro/coro_registry.hpp). Called before the
-  /// coroutine starts (the start's hand-over orders it before every note()).
-  void list(atomic<std::uint64_t>* to) noexcept { note_ = to; }
+  /// in `to` (the coroutine's record, detail/coro/coro_registry.hpp), or no longer, with null.
+  /// Called before the coroutine starts, and after it ended, by the party that owns the
+  /// coroutine then (the start's hand-over orders the first before every note()).
+  void list(coro_note* to) noexcept { note_ = to; }
   [[nodiscard]] auto listed() const noexcept -> bool { return note_ != nullptr; }
+  /// The record the notes go to, or null.
+  [[nodiscard]] auto listing() const noexcept -> coro_note* { return note_; }
 
   /// The awaitable a listed coroutine is suspended in notes what it waits on
   /// (detail/sync/wait_note.hpp), and notes 0 when the wait ends; unlisted, nothing is stored.
   SPINDLE_ALWAYS_INLINE void note(std::uint64_t word) noexcept {
     if (note_ != nullptr) {
       // relaxed: read only by dumps, which need this word's own coherence and nothing else.
-      note_->store(word, std::memory_order_relaxed);
+      note_->word.store(word, std::memory_order_relaxed);
     }
   }
 
@@ -175,7 +184,7 @@ class cancel_slot {
   atomic<std::uintptr_t> word_{0};
   // Where the diagnostics notes go, or null (unlisted; always under the model checker, which
   // keeps no list, so the notes add no scheduling point to a model test).
-  atomic<std::uint64_t>* note_ = nullptr;
+  coro_note* note_ = nullptr;
 };
 
 /// An awaitable's link to its coroutine's slot: arm on suspension, disarm when the wait ends.

@@ -21,8 +21,8 @@
 //   mu_         guards the links, `count_`, and every record's membership.
 //   started     written once by the worker that starts the coroutine (relaxed), read by dumps
 //               (relaxed): a diagnostic, ordering nothing.
-//   note        written through the coroutine's cancellation slot (cancel_slot::note), read by
-//               dumps (relaxed).
+//   word        the note (coro_note): written through the coroutine's cancellation slot
+//               (cancel_slot::note), read by dumps (relaxed).
 // Not kept under the model checker: no executor lists coroutines there.
 
 #include <spindle/detail/coro/cancel.hpp>
@@ -39,15 +39,15 @@ namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail {
 class coro_registry;
 
 /// A listed coroutine's entry: allocated by its spawn and freed once unlinked, so that an
-/// unlisted coroutine carries one pointer for it (its root's) and one in its cancellation slot.
-struct coro_record {
+/// unlisted coroutine carries one null pointer for it, in its cancellation slot, through which
+/// both its awaitables (the note) and its root (the record) find it.
+struct coro_record : coro_note {
   coro_record* prev = nullptr;
   coro_record* next = nullptr;
   coro_registry* list = nullptr;  ///< while linked
   char const* name = nullptr;     ///< a string literal (spindle::name), or null
   std::uint64_t id = 0;
-  void const* key = nullptr;      ///< what a join of this coroutine notes (its completion)
-  atomic<std::uint64_t> note{0};  ///< what it is suspended on (cancel_slot::note)
+  void const* key = nullptr;  ///< what a join of this coroutine notes (its completion)
   atomic<bool> started{false};
 };
 

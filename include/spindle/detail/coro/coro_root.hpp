@@ -38,15 +38,11 @@ class coro_root final : public task, public shared_result<R> {
   /// unlisted.
   coro_root(spindle::task<R>&& t, resume_target* where, coro_registry* list = nullptr,
             coro_record* record = nullptr) noexcept
-      : task(&start),
-        shared_result<R>(&destroy, &cancel),
-        t_(std::move(t)),
-        where_(where),
-        record_(record) {
-    if (record_ != nullptr) {
-      record_->key = &this->done;
-      slot_.list(&record_->note);
-      list->add(*record_);
+      : task(&start), shared_result<R>(node_ops), t_(std::move(t)), where_(where) {
+    if (record != nullptr) {
+      record->key = &this->done;
+      slot_.list(record);
+      list->add(*record);
     }
   }
   coro_root(coro_root const&) = delete;
@@ -63,9 +59,9 @@ class coro_root final : public task, public shared_result<R> {
       self->release();
       return;
     }
-    if (self->record_ != nullptr) {
+    if (coro_record* const r = self->record()) {
       // relaxed: read only by dumps (coro_registry.hpp).
-      self->record_->started.store(true, std::memory_order_relaxed);
+      r->started.store(true, std::memory_order_relaxed);
     }
     auto h = task_access::handle(self->t_);
     auto& p = h.promise();
@@ -120,17 +116,29 @@ class coro_root final : public task, public shared_result<R> {
   /// Takes the coroutine off its executor's list and frees its entry (no more notes come: the
   /// coroutine ended, or never started).
   void unlist() noexcept {
-    if (record_ != nullptr) {
-      coro_registry::remove(*record_);
-      delete record_;
-      record_ = nullptr;
+    if (coro_record* const r = record()) {
+      slot_.list(nullptr);
+      coro_registry::remove(*r);
+      delete r;
     }
   }
+
+  /// The coroutine's record while it is listed.
+  [[nodiscard]] auto record() const noexcept -> coro_record* {
+    return static_cast<coro_record*>(slot_.listing());
+  }
+
+  static constexpr typename shared_result<R>::ops node_ops{&destroy, &cancel};
 
   spindle::task<R> t_;
   resume_target* where_;
   cancel_slot slot_;
-  coro_record* record_;
 };
+
+// The node of a spawned coroutine without a result fits one task pool node
+// (detail/executor/task_pool.hpp), which the memory per suspended coroutine
+// (docs/performance.md, spindle-bench coro --scenario memory) counts on.
+static_assert(pooled_v<coro_root<void>>,
+              "a spawned coroutine's node no longer fits the task pool's payload");
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -657,7 +657,7 @@ class executor_core final : public scheduler, public resume_target, private stal
       c.key = note_object(r.key);
       // relaxed (both): see coro_registry.hpp.
       bool const started = r.started.load(std::memory_order_relaxed);
-      std::uint64_t const note = r.note.load(std::memory_order_relaxed);
+      std::uint64_t const note = r.word.load(std::memory_order_relaxed);
       if (!started) {
         c.state = coroutine_state::queued;
       } else if (note != 0) {

@@ -120,21 +120,28 @@ class result_slot {
 /// exchanges succeeds, so the callable is either run (and destroyed by the worker) or
 /// destroyed unrun by the canceller, once either way. The node stays queued after a cancel:
 /// the worker that pops it finds `cancelled` and only drops its reference. The node's
-/// `on_cancel` is called with `unstarted` after a won election; a node that can be cancelled
+/// `cancel` function is called with `unstarted` after a won election; a node that can be cancelled
 /// after it started (a spawned coroutine, detail/coro/coro_root.hpp) is also called with
 /// `started` when the election finds the task started, and says whether the request reached
 /// it, and with `no_more` when its handle blocks in join() (nobody can cancel it from then on,
-/// so its waits stop arming their cancellation hooks). One function pointer for the three keeps
-/// every task node a word smaller.
+/// so its waits stop arming their cancellation hooks). One function for the three, and one
+/// table (`ops`) for it and the destroy function, keep every task node two words smaller: a
+/// spawned coroutine's node, with its cancellation slot and its listing pointer
+/// (detail/coro/coro_root.hpp), then still fits the task pool's payload (task_pool.hpp).
 template <class R>
 class shared_result {
  public:
   using destroy_fn = void (*)(shared_result*) noexcept;
   enum class cancel_op : unsigned char { unstarted, started, no_more };
   using cancel_fn = bool (*)(shared_result*, cancel_op op) noexcept;
+  /// What a kind of node does on its last release and on a cancel: one table per node type
+  /// (a static constant), so that a node carries one pointer for both.
+  struct ops {
+    destroy_fn destroy;
+    cancel_fn cancel;
+  };
 
-  explicit shared_result(destroy_fn destroy, cancel_fn on_cancel = nullptr) noexcept
-      : destroy_(destroy), cancel_(on_cancel) {}
+  explicit shared_result(ops const& node_ops) noexcept : ops_(&node_ops) {}
   shared_result(shared_result const&) = delete;
   auto operator=(shared_result const&) -> shared_result& = delete;
 
@@ -143,7 +150,7 @@ class shared_result {
     // acq_rel: release orders this owner's last use before the free; acquire makes the other
     // owner's last use visible to whichever of the two frees the node.
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      destroy_(this);
+      ops_->destroy(this);
     }
   }
 
@@ -159,22 +166,22 @@ class shared_result {
   /// be cancelled after it started) if it had started and the request reached it before it
   /// ended.
   [[nodiscard]] auto cancel() noexcept -> bool {
-    if (cancel_ == nullptr) {
+    if (ops_->cancel == nullptr) {
       return false;
     }
     std::uint8_t expected = unstarted;
     // relaxed: as in try_start().
     if (!start_.compare_exchange_strong(expected, cancelled, std::memory_order_relaxed,
                                         std::memory_order_relaxed)) {
-      return expected == running && cancel_(this, cancel_op::started);
+      return expected == running && ops_->cancel(this, cancel_op::started);
     }
-    return cancel_(this, cancel_op::unstarted);
+    return ops_->cancel(this, cancel_op::unstarted);
   }
 
   /// The handle blocks in join(): nothing can cancel the task any more.
   void no_more_cancels() noexcept {
-    if (cancel_ != nullptr) {
-      static_cast<void>(cancel_(this, cancel_op::no_more));
+    if (ops_->cancel != nullptr) {
+      static_cast<void>(ops_->cancel(this, cancel_op::no_more));
     }
   }
 
@@ -190,8 +197,7 @@ class shared_result {
   atomic<std::uint32_t> refs_{2};
   // INVARIANT: leaves `unstarted` once, to `running` (try_start) or `cancelled` (cancel).
   atomic<std::uint8_t> start_{unstarted};
-  destroy_fn destroy_;
-  cancel_fn cancel_;
+  ops const* ops_;
 };
 
 /// The heap node of `spawn`: the task, its callable and the shared result.
@@ -199,7 +205,7 @@ template <class Fn, class R>
 class spawned_task final : public task, public shared_result<R> {
  public:
   explicit spawned_task(Fn&& fn)
-      : task(&run_and_release), shared_result<R>(&destroy, &cancel_unstarted), fn_(std::move(fn)) {
+      : task(&run_and_release), shared_result<R>(node_ops), fn_(std::move(fn)) {
     // A named task (detail/executor/diag.hpp) learns what a join of it waits on, so that a
     // dump can name the task a join waits for.
     if constexpr (requires(Fn& f) { f.set_diag_key(nullptr); }) {
@@ -236,6 +242,8 @@ class spawned_task final : public task, public shared_result<R> {
     self->done.set();
     return true;
   }
+
+  static constexpr typename shared_result<R>::ops node_ops{&destroy, &cancel_unstarted};
 
   std::optional<Fn> fn_;
 };
