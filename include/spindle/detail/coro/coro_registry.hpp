@@ -18,7 +18,7 @@
 // reads a record that was unlinked.
 //
 // Synchronization:
-//   mu_         guards the links, `count_`, and every record's membership.
+//   mu_         guards the links and every record's membership.
 //   started     written once by the worker that starts the coroutine (relaxed), read by dumps
 //               (relaxed): a diagnostic, ordering nothing.
 //   word        the note (coro_note): written through the coroutine's cancellation slot
@@ -30,7 +30,6 @@
 #include <spindle/detail/sync/config.hpp>
 #include <spindle/detail/sync/mutex.hpp>
 
-#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -65,7 +64,6 @@ class coro_registry {
     r.next = &head_;
     head_.prev->next = &r;
     head_.prev = &r;
-    ++count_;
   }
 
   /// Unlinks `r` if it is linked. `r.list` is touched by one party at a time: the spawn that
@@ -81,7 +79,6 @@ class coro_registry {
     r.next->prev = r.prev;
     r.prev = r.next = nullptr;
     r.list = nullptr;
-    --list->count_;
   }
 
   /// Calls `fn(record)` for every linked record, oldest first, under the lock.
@@ -93,15 +90,9 @@ class coro_registry {
     }
   }
 
-  [[nodiscard]] auto size() const noexcept -> std::size_t {
-    std::lock_guard guard(mu_);
-    return count_;
-  }
-
  private:
   mutable mutex mu_;
   coro_record head_;
-  std::size_t count_ = 0;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
