@@ -70,6 +70,16 @@ auto waiting_on(spindle::executor_dump const& d, std::uintptr_t object, spindle:
   return 0;
 }
 
+/// The wait of the outermost task named `name` on any worker, or a default wait_dump.
+auto task_wait(spindle::executor_dump const& d, std::string const& name) -> spindle::wait_dump {
+  for (auto const& w : d.workers) {
+    if (!w.stack.empty() && w.stack.front().name == name) {
+      return w.stack.front().waits_for;
+    }
+  }
+  return {};
+}
+
 auto receive(spindle::receiver<int> rx) -> spindle::task<int> {
   auto v = co_await rx.async_recv();
   co_return v.value_or(-1);
@@ -235,14 +245,9 @@ TEST(DumpCoroutines, AWorkerInAJoinNamesTheCoroutineItWaitsFor) {
   auto [tx, rx] = spindle::bounded<int>(4);
   auto reader = ex.spawn(receive(rx), spindle::name("reader"));
   auto outer = ex.spawn([&reader] { return reader.join(); }, spindle::name("outer"));
-  auto shows = [&](spindle::executor_dump const& d) {
-    for (auto const& w : d.workers) {
-      if (!w.stack.empty() && w.stack.front().name == "outer") {
-        auto const& f = w.stack.front().waits_for;
-        return f.kind == spindle::wait_kind::join && f.task_name == "reader";
-      }
-    }
-    return false;
+  auto shows = [](spindle::executor_dump const& d) {
+    auto const f = task_wait(d, "outer");
+    return f.kind == spindle::wait_kind::join && f.task_name == "reader";
   };
   ASSERT_TRUE(eventually([&] { return shows(spindle::snapshot(ex)); }));
   std::string const text = spindle::dump(ex);
@@ -269,14 +274,9 @@ TEST(DumpCoroutines, AWorkerInAJoinNamesTheTaskItWaitsFor) {
         return inner.join();
       },
       spindle::name("outer"));
-  auto shows = [&](spindle::executor_dump const& d) {
-    for (auto const& w : d.workers) {
-      if (!w.stack.empty() && w.stack.front().name == "outer") {
-        auto const& f = w.stack.front().waits_for;
-        return f.kind == spindle::wait_kind::join && f.task_name == "inner" && f.task_id != 0;
-      }
-    }
-    return false;
+  auto shows = [](spindle::executor_dump const& d) {
+    auto const f = task_wait(d, "outer");
+    return f.kind == spindle::wait_kind::join && f.task_name == "inner" && f.task_id != 0;
   };
   ASSERT_TRUE(eventually([&] { return started.load() && shows(spindle::snapshot(ex)); }))
       << spindle::dump(ex);
@@ -446,16 +446,6 @@ TEST(DumpCoroutines, ATaskGroupTaskShowsItsName) {
   }));
   gate.open();
   g.wait();
-}
-
-/// The wait of the outermost task named `name` on any worker, or a default wait_dump.
-auto task_wait(spindle::executor_dump const& d, std::string const& name) -> spindle::wait_dump {
-  for (auto const& w : d.workers) {
-    if (!w.stack.empty() && w.stack.front().name == name) {
-      return w.stack.front().waits_for;
-    }
-  }
-  return {};
 }
 
 TEST(DumpThreads, ATaskBlockedInARecvShowsTheChannelBesideItsCoroutines) {

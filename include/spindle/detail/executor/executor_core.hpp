@@ -301,15 +301,14 @@ class executor_core final : public scheduler, public resume_target, private stal
   /// other thread sleeps.
   /// The worker's published state says `waiting` meanwhile (spindle::dump()).
   void wait(completion& done) noexcept {
+    // Noted for dumps through the thread's sink: this executor's worker or guest notes it in its
+    // own state, a worker of another executor where that executor's dumps see it.
+    blocking_note_scope const note({wait_kind::join, &done});
     if (worker_ctx* const w = local()) {
       std::uint32_t const before = w->diag.value.set_state(worker_state::waiting);
-      std::uint64_t const outer = w->diag.value.set_wait(pack_note(wait_kind::join, &done));
       wait_local(w, done);
-      w->diag.value.set_wait(outer);
       w->diag.value.restore(before);
     } else {
-      // A worker of another executor notes the join where that executor's dumps see it.
-      blocking_note_scope const note({wait_kind::join, &done});
       done.wait_outside(outside_parker());
     }
   }
