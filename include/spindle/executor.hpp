@@ -48,7 +48,12 @@
 // Coroutines: `ex.spawn(t)` runs a spindle::task<T> (task.hpp) and `co_await ex.schedule()`
 // moves a coroutine onto the executor; a coroutine that waits (a channel's async_send or
 // async_recv, async_select, sleep_for, a join handle) is suspended and holds no worker, and is
-// resumed on a worker when its wait completes.
+// resumed on a worker when its wait completes. A worker that wakes a coroutine keeps it to run
+// next, when its current task returns or suspends (a ping-pong of two coroutines then stays on
+// one warm core); if that task keeps the thread instead (it computes on, or blocks by means
+// spindle does not see), the executor's next-slot watch, a thread of its own that looks every
+// millisecond while coroutines run, moves the coroutine to another worker within one to two
+// milliseconds (worker_metrics::stuck_resumptions counts those moves).
 //
 // When not to use it: for blocking I/O (a blocked task holds a worker), or for plain-function
 // tasks that wait on each other through anything but join/task_group (a worker blocked

@@ -58,8 +58,11 @@ class executor_options {
   /// Worker i is named "<prefix>-<i>" and blocking thread j "<prefix>-b-<j>", as `top -H` and
   /// /proc/<pid>/task/*/comm show them (Linux; elsewhere names are ignored). Linux keeps 15
   /// bytes: the prefix is shortened so that "-<i>" or "-b-<j>" always fits whole (so a
-  /// blocking thread's name never equals a worker's). Default "spindle"; empty: the threads
-  /// keep the process's name.
+  /// blocking thread's name never equals a worker's). Two helper threads of the executor's own
+  /// take the prefix too: the stall watchdog "<prefix>-watch0" (stall_report) and, once a
+  /// coroutine runs on the executor, the next-slot watch "<prefix>-next0", which moves a woken
+  /// coroutine away from a worker whose task keeps its thread (executor.hpp). Default
+  /// "spindle"; empty: the threads keep the process's name.
   auto thread_name(std::string prefix) -> executor_options& {
     thread_name_ = std::move(prefix);
     return *this;

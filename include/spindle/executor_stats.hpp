@@ -32,6 +32,13 @@ struct worker_metrics {
   std::uint64_t steal_attempts = 0;  ///< steals it tried, successful or not
   std::uint64_t times_parked = 0;    ///< times it went to sleep for lack of work
   std::uint64_t times_woken = 0;     ///< times it came back from such a sleep
+  /// Coroutine resumptions this worker queued for itself (a coroutine it woke) and then held
+  /// while it kept running one task for about a millisecond or more, so that the executor
+  /// moved them to the other workers. A count that grows says that tasks of this executor
+  /// wake coroutines and then compute long, or block their thread by means spindle does not
+  /// see (a std::mutex, a std::future, a system call): each such resumption waited a
+  /// millisecond or two for a thread.
+  std::uint64_t stuck_resumptions = 0;
   /// Time spent asleep for lack of work, the sleep in progress included.
   std::chrono::nanoseconds parked_time{0};
   /// Time awake since the executor started: running tasks, looking for them, or spinning

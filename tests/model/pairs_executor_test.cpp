@@ -1,7 +1,8 @@
 // The operation matrix of the executor's floor (its table is in tests/model/README.md): every
-// unordered pair of public operations of the work-stealing deque, the injector, the executor,
-// task_group and the parallel loops runs as a small model test, one operation on each of two
-// threads, on a fixture built for that pair (tests/support/op_matrix.hpp).
+// unordered pair of public operations of the work-stealing deque, the injector, a worker's next
+// slot and its watch, the executor, task_group and the parallel loops runs as a small model
+// test, one operation on each of two threads, on a fixture built for that pair
+// (tests/support/op_matrix.hpp).
 //
 // What each pair proves, in every schedule the checker tries:
 // - exactly-once: every item pushed into a deque or the injector is taken exactly once, and
@@ -22,6 +23,7 @@
 // which the executor suite already runs.
 #include <spindle/deque.hpp>
 #include <spindle/detail/executor/injector.hpp>
+#include <spindle/detail/executor/next_slot.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/executor.hpp>
 #include <spindle/join_handle.hpp>
@@ -796,12 +798,103 @@ auto loops_ops() -> std::vector<operation<loops_fixture>> const& {
   return ops;
 }
 
+auto next_slot_owner_op(std::string_view op) -> bool {
+  return op == "put" || op == "put_take";
+}
+
+/// A worker's next slot (detail/executor/next_slot.hpp) with its watch's arming: the owner puts
+/// one task (after writing its payload) and arms the watch as push_resumed does, and may take
+/// it back; the watch claims what it sees, or tries to rest. finish() takes, as the owner, what
+/// is left, and checks that the task ran exactly once (owner or watch), that a claimer saw the
+/// payload, and that a watch that rested was woken if the task stayed in the slot.
+class next_slot_fixture {
+ public:
+  static auto skip(std::string_view a, std::string_view b) -> char const* {
+    if (next_slot_owner_op(a) && next_slot_owner_op(b)) {
+      return "both are owner operations: a slot belongs to one worker thread (worker_ctx.hpp)";
+    }
+    if (!next_slot_owner_op(a) && !next_slot_owner_op(b)) {
+      return "both are watch operations: an executor has one watch thread (next_slot.hpp)";
+    }
+    return nullptr;
+  }
+
+  next_slot_fixture(std::string_view /*a*/, std::string_view /*b*/) {}
+
+  void put(bool take_back) {
+    payload_.set(7);
+    slot_.put(&task_);
+    if (arming_.after_put()) {
+      woken_.set(1);
+    }
+    if (take_back) {
+      if (spindle::detail::task* const t = slot_.take()) {
+        model::check(t == &task_, "take returns the task put");
+        bump(owner_runs_);
+      }
+    }
+  }
+
+  void claim() {
+    spindle::detail::task* const t = slot_.peek();
+    if (t != nullptr && slot_.claim(t)) {
+      model::check(payload_.get() == 7, "the claimer sees what the owner wrote before the put");
+      bump(watch_runs_);
+    }
+  }
+
+  void rest() {
+    if (arming_.try_rest([this] { return slot_.peek() != nullptr; })) {
+      rested_.set(1);
+    }
+  }
+
+  void finish() {
+    spindle::detail::task* const left = slot_.take();
+    if (left != nullptr) {
+      model::check(rested_.get() == 0 || woken_.get() == 1,
+                   "the watch rests while a task waits in a slot and nobody woke it");
+      bump(owner_runs_);
+    }
+    model::check(owner_runs_.get() + watch_runs_.get() == 1, "the task ran exactly once");
+    model::check(!slot_.occupied(), "the slot is empty after the owner's last take");
+  }
+
+ private:
+  static void no_run(spindle::detail::task* /*t*/) noexcept {}
+
+  spindle::detail::task task_{&no_run};
+  model::plain<int> payload_;
+  spindle::detail::next_slot slot_;
+  spindle::detail::next_slot_arming arming_;
+  model::plain<int> owner_runs_;
+  model::plain<int> watch_runs_;
+  model::plain<int> woken_;
+  model::plain<int> rested_;
+};
+
+auto next_slot_ops() -> std::vector<operation<next_slot_fixture>> const& {
+  static std::vector<operation<next_slot_fixture>> const ops{
+      // The owner's put of a woken coroutine's resumption, with push_resumed's arming of the
+      // watch; the task stays in the slot (the worker's task goes on running).
+      {"put", [](next_slot_fixture& f, int /*side*/) { f.put(false); }},
+      // The same, then the owner's take (its task returned or suspended).
+      {"put_take", [](next_slot_fixture& f, int /*side*/) { f.put(true); }},
+      // The watch's claim of the task it sees (without the two-looks rule, so every schedule
+      // lets it try).
+      {"claim", [](next_slot_fixture& f, int /*side*/) { f.claim(); }},
+      // The watch's rest after looks that found nothing.
+      {"rest", [](next_slot_fixture& f, int /*side*/) { f.rest(); }},
+  };
+  return ops;
+}
 }  // namespace
 
 // The queues alone are cheap: every schedule within two preemptions (up to a budget), then
 // PCT and random schedules on store buffers.
 SPINDLE_OPERATION_MATRIX(DequePairs, deque_fixture, deque_ops(), queue_schedules());
 SPINDLE_OPERATION_MATRIX(InjectorPairs, injector_fixture, injector_ops(), queue_schedules());
+SPINDLE_OPERATION_MATRIX(NextSlotPairs, next_slot_fixture, next_slot_ops(), queue_schedules());
 
 // Executor-based pairs: each execution runs two workers; PCT, random and PCT on TSO.
 SPINDLE_OPERATION_MATRIX(ExecutorPairs, executor_fixture, executor_ops(), executor_schedules(160));

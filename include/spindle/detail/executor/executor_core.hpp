@@ -81,6 +81,7 @@
 #include <spindle/detail/executor/blocking_pool.hpp>
 #include <spindle/detail/executor/completion.hpp>
 #include <spindle/detail/executor/diag.hpp>
+#include <spindle/detail/executor/next_slot.hpp>
 #include <spindle/detail/executor/scheduler.hpp>
 #include <spindle/detail/executor/stall_watchdog.hpp>
 #include <spindle/detail/executor/task.hpp>
@@ -123,7 +124,10 @@ enum class report_origin : std::uint8_t {
   stall_sink            ///< escaped the sink of executor_options::stall_report
 };
 
-class executor_core final : public scheduler, public resume_target, private stall_probe {
+class executor_core final : public scheduler,
+                            public resume_target,
+                            private stall_probe,
+                            private next_slot_probe {
  public:
   using exception_handler = std::function<void(std::exception_ptr)>;
 
@@ -140,6 +144,7 @@ class executor_core final : public scheduler, public resume_target, private stal
         on_thread_start_(opts.on_thread_start()),
         on_thread_stop_(opts.on_thread_stop()),
         blocking_(blocking_options(opts, workers)),
+        next_watch_name_(thread_name_for(opts.thread_name(), "next", 0)),
         list_all_coroutines_(opts.list_coroutines()) {
     check_thread_settings(opts.stack_size(), opts.worker_cpus());
     injector_capacity_ = opts.injector_capacity();
@@ -398,6 +403,11 @@ class executor_core final : public scheduler, public resume_target, private stal
     // that runs for the executor (a worker, or one about to submit to it), so termination is
     // not decided meanwhile.
     coroutines_.value.fetch_add(1, std::memory_order_seq_cst);
+    // acquire: pairs with the release store in start_next_watch(); the watch (or the lack of
+    // one) is decided before this coroutine can be resumed.
+    if (!next_watch_decided_.load(std::memory_order_acquire)) [[unlikely]] {
+      start_next_watch();
+    }
   }
   void unbind() noexcept override {
     // seq_cst: as in bind(). Lowered by the coroutine itself while it runs on a worker (its
@@ -484,6 +494,8 @@ class executor_core final : public scheduler, public resume_target, private stal
     }
     // A later (idempotent) call finds nothing to join.
     threads_.clear();
+    // After the workers: a worker's slot may need the next-slot watch until its task ends.
+    stop_next_watch();
     // After the workers: a shutdown that hangs is a stall too.
     stop_watchdog();
     // Then the blocking tasks: the workers' tasks may have started some up to their end.
@@ -538,6 +550,8 @@ class executor_core final : public scheduler, public resume_target, private stal
       w.times_parked = base.times_parked;
       // relaxed: a statistic written by its owner only; see worker_counters.
       w.times_woken = c.times_woken.load(std::memory_order_relaxed);
+      // relaxed: a statistic with one writer (the next-slot watch).
+      w.stuck_resumptions = c.stuck_resumptions.load(std::memory_order_relaxed);
       auto const shown = static_cast<std::int64_t>(c.shown_parked_ns);
       std::int64_t const parked = std::clamp(c.parked_at(now), shown, shown + grown);
       c.shown_parked_ns = static_cast<std::uint64_t>(parked);
@@ -689,6 +703,47 @@ class executor_core final : public scheduler, public resume_target, private stal
   /// Stops the watchdog, if any, and joins it. Called with shutdown_mu_ held (or by the
   /// constructor's failure path, before the core is shared).
   void stop_watchdog() noexcept { watchdog_.reset(); }
+
+  /// Starts the next-slot watch (detail/executor/next_slot.hpp) for the first coroutine bound
+  /// to the executor; an executor that runs no coroutine never needs it. If its thread cannot
+  /// start, resumptions go to the deques instead of the slots (next_unwatched_). Not under the
+  /// model checker (next_slot.hpp says why): the slots work as before, unwatched.
+  void start_next_watch() noexcept {
+    std::lock_guard guard(next_watch_mu_);
+    // relaxed: written under next_watch_mu_, which this thread holds.
+    if (next_watch_decided_.load(std::memory_order_relaxed)) {
+      return;
+    }
+#if !defined(SPINDLE_MODEL_CHECK)
+    if (!next_watch_closed_) {
+      try {
+        next_slot_probe& probe = *this;  // a private base: converted here, where it is accessible
+        next_watch_owner_ =
+            std::make_unique<next_slot_watch>(probe, next_arming_.value, next_watch_name_);
+        // release: publishes the watch to the workers' acquire load in push_resumed().
+        next_watch_.store(next_watch_owner_.get(), std::memory_order_release);
+      } catch (...) {
+        // relaxed: published by the release store below, and by the coroutine's start.
+        next_unwatched_.store(true, std::memory_order_relaxed);
+      }
+    }
+#endif
+    // release: pairs with the acquire load in bind().
+    next_watch_decided_.store(true, std::memory_order_release);
+  }
+
+  /// Stops the next-slot watch, if it runs, and keeps a later bind() from starting one. Called
+  /// by shutdown() after the workers have exited.
+  void stop_next_watch() noexcept {
+    std::lock_guard guard(next_watch_mu_);
+    next_watch_closed_ = true;
+    if (next_watch_owner_) {
+      next_watch_owner_->stop();
+    }
+  }
+
+  /// One look of the next-slot watch, on its thread.
+  auto look_at_slots() noexcept -> bool override { return look_at_next_slots(); }
 
   /// The tasks started so far, on every worker and guest slot.
   [[nodiscard]] auto stall_tasks_started() const noexcept -> std::uint64_t override {
@@ -1112,6 +1167,13 @@ class executor_core final : public scheduler, public resume_target, private stal
   [[maybe_unused]] bool listed_ = true;
   executor_options::report_sink stall_sink_;
   std::unique_ptr<stall_watchdog> watchdog_;
+  // The next-slot watch (start_next_watch()): next_watch_mu_ guards the owner and the closed
+  // flag; next_watch_decided_ is set under it, once a watch started or could not start.
+  mutex next_watch_mu_;
+  std::unique_ptr<next_slot_watch> next_watch_owner_;
+  bool next_watch_closed_ = false;
+  atomic<bool> next_watch_decided_{false};
+  std::string next_watch_name_;
   // The listed coroutines (detail/coro/coro_registry.hpp), and whether every spawned
   // coroutine is listed (executor_options::list_coroutines) or only the named ones.
   coro_registry listed_coroutines_;

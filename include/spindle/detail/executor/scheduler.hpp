@@ -152,8 +152,12 @@ class scheduler {
   /// src/runtime/scheduler/multi_thread/worker.rs, schedule_local). A resumption already in
   /// the slot moves to the deque, with the usual wake-up, so it can be stolen. What keeps the
   /// slot live: a worker about to block its thread in a channel wait hands the slot to its
-  /// deque first (flush_next, through detail::before_blocking), and find_task takes the slot at
-  /// most `max_next_streak` times in a row before it yields it to the deque.
+  /// deque first (flush_next, through detail::before_blocking), find_task takes the slot at
+  /// most `max_next_streak` times in a row before it yields it to the deque, and the executor's
+  /// next-slot watch (detail/executor/next_slot.hpp) queues a resumption that stayed in the slot
+  /// for a period while the worker ran one task (a task that blocks its thread by other means,
+  /// or computes on after the wake). Where the watch could not start, resumptions go to the
+  /// deque (next_unwatched_).
   ///
   /// Inside an isolation region the resumption belongs to no region: the region's isolated
   /// waits never run it, and take their own tasks from under it (executor_core.hpp,
@@ -164,8 +168,13 @@ class scheduler {
     // so the field is reset here.
     t->isolation = 0;
     worker_ctx* const w = local();
-    if (w != nullptr && !w->guest) {
-      task* const displaced = std::exchange(w->next, t);
+    // relaxed: set once, before the first coroutine binds (see next_unwatched_).
+    if (w != nullptr && !w->guest && !next_unwatched_.load(std::memory_order_relaxed)) {
+      task* const displaced = w->next.take();
+      w->next.put(t);
+      if (next_arming_.value.after_put()) [[unlikely]] {
+        wake_next_watch();
+      }
       if (displaced != nullptr) {
         push_announced(w, displaced);
       }
@@ -174,12 +183,50 @@ class scheduler {
     push_announced(w, t);
   }
 
+  /// Wakes the resting next-slot watch, which an owner's after_put() has just armed again.
+  void wake_next_watch() noexcept {
+    // acquire: pairs with the release store that publishes the watch. A watch that rests was
+    // published before (only a running watch can rest).
+    if (next_slot_watch* const watch = next_watch_.load(std::memory_order_acquire)) {
+      watch->wake();
+    }
+  }
+
   /// Moves the calling worker's `next` task to its deque, where thieves see it (with the (N1)
   /// wake-up): called before the worker's thread blocks outside the scheduler.
   void flush_next(worker_ctx& w) noexcept {
-    if (task* const t = std::exchange(w.next, nullptr)) {
+    if (task* const t = w.next.take()) {
       push_announced(&w, t);
     }
+  }
+
+  /// One look of the next-slot watch (detail/executor/next_slot.hpp), on the watch's thread: a
+  /// worker's slot that holds the task it held at the last look, while the worker started no
+  /// task in between, is stuck behind the task the worker runs; the watch claims that task and
+  /// queues it in the injector, where any worker takes it. Returns whether any slot held a
+  /// task.
+  auto look_at_next_slots() noexcept -> bool {
+    bool any = false;
+    for (std::size_t i = 0; i < workers_; ++i) {
+      worker_ctx& w = *ctxs_[i];
+      next_seen& seen = next_seen_[i];
+      task* const t = w.next.peek();
+      if (t == nullptr) {
+        seen = {};
+        continue;
+      }
+      any = true;
+      // relaxed: a count that moves when the worker starts a task; the claim decides.
+      std::uint64_t const runs = w.counters.value.tasks_run.load(std::memory_order_relaxed);
+      if (t == seen.t && runs == seen.runs && w.next.claim(t)) {
+        seen = {};
+        worker_counters::bump(w.counters.value.stuck_resumptions);
+        push_announced(nullptr, t);
+        continue;
+      }
+      seen = {t, runs};
+    }
+    return any;
   }
 
   /// join's push. Onto `w`'s public deque, waking a sleeper if nobody searches. No (N1)
@@ -349,7 +396,8 @@ class scheduler {
   explicit scheduler(std::size_t workers)
       : idle_(check_count(workers)),
         workers_(workers),
-        isolated_asleep_(std::make_unique<cache_padded<atomic<bool>>[]>(workers + guest_slots)) {
+        isolated_asleep_(std::make_unique<cache_padded<atomic<bool>>[]>(workers + guest_slots)),
+        next_seen_(std::make_unique<next_seen[]>(workers)) {
     ctxs_.reserve(workers + guest_slots);
     stealers_.reserve(workers + guest_slots);
     for (std::size_t i = 0; i < workers + guest_slots; ++i) {
@@ -664,14 +712,15 @@ class scheduler {
         return t;
       }
     }
-    if (w.next != nullptr) {
+    // Null also when the next-slot watch took the slot's task (it is in the injector then).
+    if (task* const t = w.next.take()) {
       if (++w.next_streak <= max_next_streak) {
-        return std::exchange(w.next, nullptr);
+        return t;
       }
       // Two coroutines passing messages would keep the worker to themselves: let the slot's
       // task queue up behind the deque, where others may steal it.
       w.next_streak = 0;
-      flush_next(w);
+      push_announced(&w, t);
     } else {
       w.next_streak = 0;
     }
@@ -936,6 +985,22 @@ class scheduler {
   // INVARIANT: isolated_waiters_ counts the raised flags (between the two RMWs of a waiter).
   cache_padded<atomic<std::size_t>> isolated_waiters_{};
   std::unique_ptr<cache_padded<atomic<bool>>[]> isolated_asleep_;
+  // The next-slot watch (next_slot.hpp), owned by executor_core: null until the first
+  // coroutine binds, then published with a release store; loaded by an owner that armed it.
+  atomic<next_slot_watch*> next_watch_{nullptr};
+  // Whether the watch looks (next_slot.hpp, (S2)): read by every put, written by the watch
+  // when it rests and by the owner that arms it again. Armed from the start, and for ever where
+  // no watch runs (under the model checker), so that a put then never tries to wake one.
+  cache_padded<next_slot_arming> next_arming_{};
+  // Set (before the first coroutine binds) when the watch could not start: resumptions then go
+  // to the deque, where thieves see them, instead of an unwatched slot.
+  atomic<bool> next_unwatched_{false};
+  // What the watch saw at its last look at each worker's slot; its thread's alone.
+  struct next_seen {
+    task* t = nullptr;
+    std::uint64_t runs = 0;
+  };
+  std::unique_ptr<next_seen[]> next_seen_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -7,7 +7,9 @@
 // Synchronization:
 //   deque          the owner side is used by the worker (or the guest holding the slot) only;
 //                  the stealer side by every other worker (detail/deque/deque_state.hpp).
-//   next, next_streak, tick, rng, searching, previous, outer_hook, outer_note, help_floor,
+//   next           put and taken by the owning thread; peeked and claimed by the executor's
+//                  next-slot watch (detail/executor/next_slot.hpp, protocol (S1)).
+//   next_streak, tick, rng, searching, previous, outer_hook, outer_note, help_floor,
 //   private_jobs, private_count  the owning thread only (lost_wake_up() reads private_count at a
 //   quiescent
 //                  point of the model checker, when no thread runs).
@@ -19,6 +21,7 @@
 
 #include <spindle/deque.hpp>
 #include <spindle/detail/executor/diag_state.hpp>
+#include <spindle/detail/executor/next_slot.hpp>
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/blocking_hook.hpp>
@@ -54,6 +57,9 @@ struct worker_counters {
   atomic<std::uint64_t> steal_attempts{0};
   atomic<std::uint64_t> times_parked{0};
   atomic<std::uint64_t> times_woken{0};
+  // Written by the executor's next-slot watch only (its one writer; scheduler.hpp,
+  // look_at_next_slots), read by metrics().
+  atomic<std::uint64_t> stuck_resumptions{0};
   // Written by the owner only (begin_sleep, end_sleep), read by metrics() (parked_at).
   atomic<std::uint64_t> sleep_word{0};
   // The zero of the times in sleep_word: the making of the worker's context, before the
@@ -128,8 +134,9 @@ struct worker_ctx {
   // The resumption of a coroutine that this worker woke (tokio's LIFO slot): run next, before
   // the deque, and not offered to thieves, so a coroutine that wakes another and then suspends
   // hands the worker over without a queue round trip or a wake-up of another worker. See
-  // scheduler::push_resumed for the limits that keep it live.
-  task* next = nullptr;
+  // scheduler::push_resumed for the limits that keep it live, and next_slot.hpp for the watch
+  // that takes a task out of a slot its worker does not come back to.
+  next_slot next;
   // join's jobs that no thief can see yet (the private end of a split deque; see
   // scheduler::push_local): [0, private_count) in push order, each newer than everything the
   // thread's joins pushed to `deque` before it. The owner pushes and pops them with plain
