@@ -60,12 +60,10 @@
 #include <spindle/detail/executor/task.hpp>
 #include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
-#include <spindle/detail/sync/native_thread.hpp>
-#include <spindle/detail/sync/parker.hpp>
+#include <spindle/detail/sync/helper_thread.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <utility>
 
@@ -251,39 +249,28 @@ class next_slot_watch {
   /// Starts the thread. Throws: std::system_error if it cannot start.
   next_slot_watch(next_slot_probe& probe, next_slot_arming& arming, std::string thread_name)
       : probe_(probe), arming_(arming) {
-    thread_ = std::make_unique<native_thread>(thread_settings{std::move(thread_name), 0, {}},
-                                              [this] { watch(); });
+    thread_.start(std::move(thread_name), [this] { watch(); });
   }
   next_slot_watch(next_slot_watch const&) = delete;
   auto operator=(next_slot_watch const&) -> next_slot_watch& = delete;
   ~next_slot_watch() { stop(); }
 
   /// Wakes a resting watch: an owner whose after_put() armed it.
-  void wake() noexcept { parker_.unpark(); }
+  void wake() noexcept { thread_.wake(); }
 
   /// Stops the thread and joins it; idempotent; one caller at a time.
-  void stop() noexcept {
-    if (!thread_) {
-      return;
-    }
-    // release: pairs with the acquire load in watch().
-    stop_.store(true, std::memory_order_release);
-    parker_.unpark();
-    thread_->join();
-    thread_.reset();
-  }
+  void stop() noexcept { thread_.stop(); }
 
  private:
   void watch() noexcept {
     unsigned empty_looks = 0;
     for (;;) {
       if (arming_.armed()) {
-        static_cast<void>(parker_.park_for(next_slot_watch_period));
+        thread_.sleep_for(next_slot_watch_period);
       } else {
-        parker_.park();
+        thread_.sleep();
       }
-      // acquire: pairs with the release store in stop().
-      if (stop_.load(std::memory_order_acquire)) {
+      if (thread_.stopping()) {
         return;
       }
       if (probe_.look_at_slots()) {
@@ -300,10 +287,8 @@ class next_slot_watch {
 
   next_slot_probe& probe_;
   next_slot_arming& arming_;
-  parker parker_;
-  atomic<bool> stop_{false};
-  // Last: the thread starts once everything it uses is built.
-  std::unique_ptr<native_thread> thread_;
+  // Last: destroyed (stopped and joined) first.
+  helper_thread thread_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail

@@ -7,23 +7,17 @@
 // itself (a dump, spindle/dump.hpp). Go's runtime reports a stuck program from a thread of its
 // own the same way (its sysmon thread, runtime/proc.go, which also detects deadlock).
 //
-// Progress: the thread sleeps on a parker between looks; stop() wakes it and joins it, so
-// stopping takes one wake-up, not a period.
+// Progress: the thread sleeps between looks (detail/sync/helper_thread.hpp); stop() wakes it and
+// joins it, so stopping takes one wake-up, not a period.
 //
-// Synchronization:
-//   stop_     set once by stop() (release) before it unparks the thread; read by the thread
-//             (acquire) after each sleep.
-//   the probe's answers are relaxed snapshots (see executor_core::tasks_started()).
+// Synchronization: the probe's answers are relaxed snapshots (see executor_core::tasks_started()).
 
-#include <spindle/detail/sync/atomic.hpp>
 #include <spindle/detail/sync/config.hpp>
-#include <spindle/detail/sync/native_thread.hpp>
-#include <spindle/detail/sync/parker.hpp>
+#include <spindle/detail/sync/helper_thread.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <utility>
 
@@ -53,24 +47,14 @@ class stall_watchdog {
   /// Throws: std::system_error if the thread cannot start.
   stall_watchdog(stall_probe& probe, std::chrono::milliseconds after, std::string thread_name)
       : probe_(probe), after_(after) {
-    thread_ = std::make_unique<native_thread>(thread_settings{std::move(thread_name), 0, {}},
-                                              [this] { watch(); });
+    thread_.start(std::move(thread_name), [this] { watch(); });
   }
   stall_watchdog(stall_watchdog const&) = delete;
   auto operator=(stall_watchdog const&) -> stall_watchdog& = delete;
   ~stall_watchdog() { stop(); }
 
   /// Stops the thread and joins it; idempotent. Called by one thread at a time.
-  void stop() noexcept {
-    if (!thread_) {
-      return;
-    }
-    // release: pairs with the acquire load in watch().
-    stop_.store(true, std::memory_order_release);
-    parker_.unpark();
-    thread_->join();
-    thread_.reset();
-  }
+  void stop() noexcept { thread_.stop(); }
 
  private:
   void watch() noexcept {
@@ -79,9 +63,8 @@ class stall_watchdog {
     auto since = std::chrono::steady_clock::now();
     bool reported = false;
     for (;;) {
-      static_cast<void>(parker_.park_for(period));
-      // acquire: pairs with the release store in stop().
-      if (stop_.load(std::memory_order_acquire)) {
+      thread_.sleep_for(period);
+      if (thread_.stopping()) {
         return;
       }
       auto const now = std::chrono::steady_clock::now();
@@ -101,10 +84,8 @@ class stall_watchdog {
 
   stall_probe& probe_;
   std::chrono::milliseconds const after_;
-  parker parker_;
-  atomic<bool> stop_{false};
-  // Last: the thread starts once everything it uses is built.
-  std::unique_ptr<native_thread> thread_;
+  // Last: destroyed (stopped and joined) first.
+  helper_thread thread_;
 };
 
 }  // namespace spindle::inline SPINDLE_ABI_NAMESPACE::detail
