@@ -17,6 +17,7 @@
 // The build setting of the channel (spread or contiguous ring, prefetch) is the executable's:
 // spindle-coherence and its -contig, -pf-always and -pf-never variants (tools/coherence/
 // CMakeLists.txt).
+#include <spindle/async.hpp>
 #include <spindle/channel.hpp>
 #include <spindle/deque.hpp>
 #include <spindle/detail/channel/spread_layout.hpp>
@@ -543,6 +544,76 @@ void select_scenario(config const& cfg) {
   });
 }
 
+auto async_select_receiver(std::array<spindle::receiver<std::uint64_t>, 4> rx, std::uint64_t want)
+    -> spindle::task<std::uint64_t> {
+  std::uint64_t got = 0;
+  auto take = [&got](std::optional<std::uint64_t> v) { got += v ? 1 : 0; };
+  while (got < want) {
+    co_await spindle::async_select(spindle::on_recv(rx[0], take), spindle::on_recv(rx[1], take),
+                                   spindle::on_recv(rx[2], take), spindle::on_recv(rx[3], take));
+  }
+  co_return got;
+}
+
+auto send_all(spindle::sender<std::uint64_t> tx, std::uint64_t first, std::uint64_t n)
+    -> spindle::task<void> {
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto const sent = co_await tx.async_send(first + i);
+    model::check(sent.is_sent(), "an async_send failed on an open channel");
+  }
+}
+
+/// spindle-bench's all-coroutine select on `workers` workers (model threads 1 .. workers):
+/// four producer coroutines, each on its own bounded(64) channel, and one receiving coroutine
+/// in async_select over the four, all spawned from the body (model thread 0). Units: messages.
+void coroutine_select_scenario(config const& cfg, int workers) {
+  auto const per_sender = cfg.messages / 4;
+  measure(
+      cfg, "coroutine select", shape{workers, 0}, "workers", "", per_sender * 4,
+      [&] {
+        std::array<std::pair<spindle::sender<std::uint64_t>, spindle::receiver<std::uint64_t>>, 4>
+            ch{spindle::bounded<std::uint64_t>(64), spindle::bounded<std::uint64_t>(64),
+               spindle::bounded<std::uint64_t>(64), spindle::bounded<std::uint64_t>(64)};
+        spindle::executor ex(static_cast<std::size_t>(workers));
+        auto receiving = ex.spawn(async_select_receiver(
+            {ch[0].second, ch[1].second, ch[2].second, ch[3].second}, per_sender * 4));
+        std::vector<spindle::join_handle<void>> sending;
+        for (std::size_t p = 0; p < 4; ++p) {
+          sending.push_back(ex.spawn(send_all(ch[p].first, p * per_sender, per_sender)));
+        }
+        model::check(receiving.join() == per_sender * 4, "a message was lost");
+        for (auto& h : sending) {
+          h.join();
+        }
+      },
+      "outside");
+}
+
+/// spindle-bench's coroutine fan-in on `workers` workers: 96 sender coroutines send 10
+/// messages each (960 by default) into one bounded(16) channel, whose receiving coroutine
+/// takes them all: about six senders per slot, as the bench's 10,000 senders over 1024 slots
+/// keep most of them waiting. Units: messages.
+void coroutine_fanin_scenario(config const& cfg, int workers) {
+  std::uint64_t const senders = 96;
+  auto const per_sender = std::max<std::uint64_t>(cfg.messages / senders, 1);
+  measure(
+      cfg, "coroutine fan-in", shape{workers, 0}, "workers", "", senders * per_sender,
+      [&] {
+        auto ch = spindle::bounded<std::uint64_t>(16);
+        spindle::executor ex(static_cast<std::size_t>(workers));
+        auto receiving = ex.spawn(receive_all(ch.second, senders * per_sender));
+        std::vector<spindle::join_handle<void>> sending;
+        for (std::uint64_t s = 0; s < senders; ++s) {
+          sending.push_back(ex.spawn(send_all(ch.first, s * per_sender, per_sender)));
+        }
+        model::check(receiving.join() == senders * per_sender, "a message was lost");
+        for (auto& h : sending) {
+          h.join();
+        }
+      },
+      "outside");
+}
+
 auto wanted(config const& cfg, char const* name) -> bool {
   if (cfg.only.empty()) {
     return true;
@@ -620,6 +691,20 @@ void run(config const& cfg) {
   if (wanted(cfg, "coroutine")) {
     coroutine_scenario(cfg);
   }
+  if (wanted(cfg, "coroutines")) {
+    // The coroutine scenarios of spindle-bench on 1 to 16 workers: how the executor's waking
+    // and stealing scale when a few coroutines pass messages and the other workers are idle.
+    for (int workers : {1, 2, 4, 8, 16}) {
+      if (workers <= cfg.max_side) {
+        coroutine_select_scenario(cfg, workers);
+      }
+    }
+    for (int workers : {1, 2, 4, 8, 16}) {
+      if (workers <= cfg.max_side) {
+        coroutine_fanin_scenario(cfg, workers);
+      }
+    }
+  }
   if (wanted(cfg, "deque")) {
     print_header("task");
     for (int thieves : {0, 1, 2, 4, 8, 16}) {
@@ -694,7 +779,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: spindle-coherence [--only bounded,lanes,vyukov,ticket,unbounded,rendezvous,"
-          "spsc,select,coroutine,deque,executor] [--messages N] [--executions N] [--seed N] "
+          "spsc,select,coroutine,coroutines,deque,executor] [--messages N] [--executions N] "
+          "[--seed N] "
           "[--max-side N] "
           "[--smoke]\n");
       return a == "--help" ? 0 : 2;
