@@ -13,10 +13,13 @@
 //   - Every store of `bottom` is a release store, where the paper has a release fence in push
 //     and relaxed stores: ThreadSanitizer does not model fences, and the release store gives
 //     the same guarantee on the atomic itself (Taskflow: taskflow/core/wsq.hpp does the same).
-//   - The loads of `top` by the owner are acquire (or seq_cst), so that a thief's speculative slot
-//   read is
-//     ordered before the owner overwrites that slot a lap later; the owner caches `top`
-//     (Taskflow's `_cached_top`) and re-reads it only when the buffer looks full or it pops.
+//   - The owner never loads `bottom`: it keeps the value it last stored in an owner-private
+//     field and reads that. bottom shares its line with top, which thieves write by CAS, so
+//     the owner's load of it missed whenever a thief had just stolen, and a push (a load, then
+//     stores) stalled on that miss; its stores now wait in the store buffer instead.
+//   - The loads of `top` by the owner are acquire (or seq_cst), so that a thief's speculative
+//     slot read is ordered before the owner overwrites that slot a lap later; the owner caches
+//     `top` (Taskflow's `_cached_top`) and re-reads it only when the buffer looks full or it pops.
 //   - When the owner's cached top says one item is left, pop takes it with a single CAS of
 //     top, as a thief would, and skips the decrement of bottom (a locked exchange): a lone item is
 //     both the top and the bottom one (argument at `pop_lifo`). A push+pop pair on an empty
@@ -87,9 +90,10 @@ inline constexpr std::size_t deque_max_capacity = std::size_t{1} << 40;
 /// - `buffer`: written only by the owner (release, when growing), read by thieves (acquire).
 ///   INVARIANT: the current buffer holds every position in [top, bottom); a retired buffer
 ///   still holds, unchanged, the positions it held when retired.
-/// - owner-private (`owner_side::buffer`, `cached_top`, `retired_`): touched only by the
-///   owner, and by the destructor, which runs after every handle released its reference.
+/// - owner-private (`owner_side::buffer`, `cached_top`, `bottom`, `retired_`): touched only by
+///   the owner, and by the destructor, which runs after every handle released its reference.
 ///   INVARIANT: cached_top <= top (top never decreases and cached_top is a past value of it).
+///   INVARIANT: owner_side::bottom equals the last value the owner stored to bottom.
 /// - `refs_`: one per live handle; the handle that brings it to zero deletes the state.
 template <class T>
 class deque_state {
@@ -143,8 +147,7 @@ class deque_state {
   /// Owner only. Makes room for `n` more items so that writing them cannot allocate.
   /// Throws: std::bad_alloc (the deque is unchanged).
   void reserve_room(std::int64_t n) {
-    // relaxed: only the owner writes bottom, and this is the owner.
-    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
+    auto const b = owner_.value.bottom;
     if (b + n - owner_.value.cached_top > capacity_of(owner_.value.buffer)) {
       make_room(b, n);
     }
@@ -153,12 +156,12 @@ class deque_state {
   /// Owner only. Lê et al. push, with the CDSChecker fix: write into the buffer grow made.
   SPINDLE_ALWAYS_INLINE void push(T value) {
     auto& own = owner_.value;
-    // relaxed: only the owner writes bottom, and this is the owner.
-    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
+    auto const b = own.bottom;
     if (b - own.cached_top >= capacity_of(own.buffer)) [[unlikely]] {
       make_room(b, 1);
     }
     own.buffer->store(b, value);
+    own.bottom = b + 1;
     // release: publishes the slot write above (and the caller's writes before push) to the
     // acquire load of bottom in steal()/steal_batch_and_pop(), which then reads the slot.
     shared_.value.bottom.store(b + 1, std::memory_order_release);
@@ -167,8 +170,7 @@ class deque_state {
   /// Owner only. Lê et al. take: claim the bottom item; only the last one is contended.
   SPINDLE_ALWAYS_INLINE auto pop_lifo() noexcept -> std::optional<T> {
     auto& own = owner_.value;
-    // relaxed: only the owner writes bottom, and this is the owner.
-    auto const old_bottom = shared_.value.bottom.load(std::memory_order_relaxed);
+    auto const old_bottom = own.bottom;
     if (old_bottom <= own.cached_top) {
       return std::nullopt;  // top >= cached_top >= bottom: empty, nothing to undo.
     }
@@ -202,6 +204,7 @@ class deque_state {
     // release (see push): a thief that reads this value still synchronizes with the pushes
     // before it. The value read back is ours (only the owner writes bottom).
     shared_.value.bottom.exchange(b, std::memory_order_seq_cst);
+    own.bottom = b;
     // seq_cst: Rt above. Its acquire part pairs with the CAS of top by which thieves took the
     // positions below t: their speculative slot reads happen-before our later overwrite of
     // those slots (push).
@@ -221,6 +224,7 @@ class deque_state {
       }
     }
     // release: as every store of bottom. The deque is empty: top == b + 1 == bottom.
+    own.bottom = b + 1;
     shared_.value.bottom.store(b + 1, std::memory_order_release);
     return out;
   }
@@ -236,8 +240,7 @@ class deque_state {
   /// so no fence is needed: only the CAS decides.
   auto pop_fifo() noexcept -> std::optional<T> {
     auto& own = owner_.value;
-    // relaxed: only the owner writes bottom, and this is the owner.
-    auto const b = shared_.value.bottom.load(std::memory_order_relaxed);
+    auto const b = own.bottom;
     // acquire: as in pop_lifo, pairs with the thieves' CAS of top (slot reuse in push).
     auto t = shared_.value.top.load(std::memory_order_acquire);
     while (t < b) {
@@ -289,8 +292,8 @@ class deque_state {
     auto const claim = std::min((b - t + 1) / 2, deque_max_batch + 1);
     dest.reserve_room(claim - 1);  // may throw, before anything is claimed
     auto& into = dest.owner_.value;
-    // relaxed: the caller owns dest, so it is the only writer of dest's bottom.
-    auto const dest_bottom = dest.shared_.value.bottom.load(std::memory_order_relaxed);
+    // The caller owns dest, so it may read dest's owner-private copy of its bottom.
+    auto const dest_bottom = into.bottom;
     std::optional<T> first;
     auto const got = take_batch(t, claim, [&](std::int64_t k, T value) noexcept {
       if (k == 0) {
@@ -307,6 +310,7 @@ class deque_state {
     auto const moved = static_cast<std::int64_t>(got.count) - 1;
     if (moved > 0) {
       // release: as push's, publishes the slots just written to dest's thieves.
+      into.bottom = dest_bottom + moved;
       dest.shared_.value.bottom.store(dest_bottom + moved, std::memory_order_release);
     }
     return {steal_status::stolen, first};
@@ -399,6 +403,7 @@ class deque_state {
   struct owner_side {
     deque_buffer<T>* buffer = nullptr;  // the current buffer (owner-private copy)
     std::int64_t cached_top = 0;        // a past value of top, loaded with acquire
+    std::int64_t bottom = 0;            // the last value the owner stored to bottom
   };
 
   struct top_and_bottom {
