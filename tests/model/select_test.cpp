@@ -4,7 +4,9 @@
 // withdrawn registration leaves no trace (a later operation on that channel never selects the
 // gone waiter: the race detector and the exactly-once checks see it if it does); and a lost
 // wake-up shows as a deadlock. Rendezvous cases pair with plain operations and with another
-// select. The seeded bugs of the select loop are mutants of the real code in
+// select; a bounded channel's receiver that frees a slot sends for the waiting send case it
+// selects (the hand-off), also against a sender that takes the slot first. The seeded bugs of
+// the select loop are mutants of the real code in
 // tools/mutate/mutants.txt that these tests kill: `select-withdraws-without-abort` (a select
 // loop that withdraws without checking whether it was won) and `select-ignores-winner` (one
 // that ignores which entry won).
@@ -207,7 +209,60 @@ void two_selects_pair_through_rendezvous() {
   }
 }
 
+/// The hand-off to a waiting send case (array_channel::hand_off) against a sender that does
+/// not wait. bounded(1) holds one value; A waits in a select with one send case, B tries once,
+/// and the body receives. The slot the body frees goes to A through the hand-off, to A by its
+/// own retry, or to B when B's try comes first, and then A's wake finds the ring full again and
+/// A waits on. Every value arrives exactly once, the prefilled one first, and A's handler runs
+/// once with `sent`.
+void send_case_hand_off_against_a_sender_that_did_not_wait() {
+  auto [tx, rx] = channel(1);
+  model::check(tx.try_send(0).is_sent(), "prefill");
+  int handled = 0;
+  model::thread a([&handled, tx = tx]() mutable {
+    int v = 4;
+    spindle::select(spindle::on_send(tx, v, [&handled](send_result<int> r) {
+      model::check(r.is_sent(), "the channel is open");
+      ++handled;
+    }));
+  });
+  bool b_sent = false;
+  model::thread b([&b_sent, tx = tx]() mutable { b_sent = tx.try_send(8).is_sent(); });
+  std::vector<int> got;
+  auto take = [&] {
+    auto v = rx.recv();
+    model::check(v.has_value(), "recv reported closed on an open channel");
+    got.push_back(*v);
+  };
+  take();
+  take();
+  b.join();
+  if (b_sent) {
+    take();
+  }
+  a.join();
+  model::check(handled == 1, "the send case's handler runs once");
+  model::check(got.front() == 0, "the prefilled value leaves first");
+  model::check(rx.try_recv().is_empty(), "nothing is left over");
+  std::vector<int> sent{0, 4};
+  if (b_sent) {
+    sent.push_back(8);
+  }
+  expect_each_of_once({got}, sent);
+}
+
 }  // namespace
+
+TEST(ModelSelect, SendCaseHandOffAgainstASenderThatDidNotWait) {
+  auto body = [] { send_case_hand_off_against_a_sender_that_did_not_wait(); };
+  explore_and_report("send case hand-off vs a sender that tries once, dfs bound 2",
+                     model::exhaustive(2, budget(5000)), body);
+  explore_and_report("send case hand-off vs a sender that tries once, pct d=3",
+                     model::pct_schedules(1418, budget(400), 3), body);
+  spindle_test::explore_tso_then_weak(
+      "send case hand-off vs a sender that tries once, random + buffers",
+      model::random_schedules(1419, budget(300)), body);
+}
 
 TEST(ModelSelect, Example) {
   // One select loop receives from a bounded(1) and a rendezvous channel whose senders block.

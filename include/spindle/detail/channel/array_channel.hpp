@@ -39,6 +39,23 @@
 // forth; on one or two processors the ring is contiguous, which measured twice as fast there
 // (detail/channel/spread_layout.hpp says why).
 //
+// Hand-off to a waiting send case: a receiver that frees a slot and selects a select's send
+// case waiting on the senders' list (spindle::select, and so every coroutine's async_send)
+// claims the senders' position once on that case's behalf, moves the value out of the entry's
+// packet into the slot and marks the entry completed before the wake; the woken party returns
+// `sent` without touching the ring again. Without it every woken sender came back to the ring,
+// often found the slot taken by a sender that had not waited, and registered again. Go's
+// channels do the same in both directions (runtime/chan.go, `send` and `recv` with a waiting
+// partner). Exactly once: the selection (one CAS on the waiter) is the claim on the sender's
+// operation; a sender whose re-check after registering found room aborts its own waiter by the
+// same CAS and then sends itself, and one that loses that CAS consumes the wake and finds its
+// entry completed. If the receiver's claim of the position fails (the ring is full again, or
+// closed), it only wakes the sender, which tries again. A blocked thread's send (park_on, whose
+// entry has no packet) is only woken: the cost meter counted the hand-off adding line transfers
+// for threads (4x2: 7.8 -> 8.8 a message, 8x8: 9.4 -> 10.1), while for coroutine senders it
+// took the busiest line from 9.4-10.1 to 7.9-8.3 moves a message at 8-16 workers
+// (docs/performance.md, "The hand-off to waiting send cases").
+//
 // Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
 // then on; receivers drain what was claimed before and then see closed. When the last receiver
 // is gone, discard() receives and destroys what is left at once (crossbeam PR #669).
@@ -289,7 +306,9 @@ class array_channel {
     return index < capacity_ ? lap + index : lap + one_lap_ + (index - capacity_);
   }
 
-  auto start_send(std::uint64_t& tail, slot*& out) noexcept -> claim {
+  /// Forced inline: with hand_off as its second caller g++ kept it out of line, and every
+  /// try_send paid a call (2p2c 0.93x on 2 vCPUs until it was forced).
+  SPINDLE_ALWAYS_INLINE auto start_send(std::uint64_t& tail, slot*& out) noexcept -> claim {
     backoff spin;
     // relaxed: a stale position only makes the CAS below fail; the stamp's acquire load
     // guards the slot.
@@ -403,8 +422,33 @@ class array_channel {
     // release: the slot is empty for the next lap; pairs with the acquire stamp load in
     // start_send(), so the next sender constructs only after our move and destroy.
     s.stamp.store(head + one_lap_, std::memory_order_release);
-    senders_.value.notify_one();
+    senders_.value.notify_one_then([this](wait_entry& e) { hand_off(e); });
     return out;
+  }
+
+  /// A receiver that freed a slot and selected a waiting send case sends that case's value
+  /// itself, so that the woken party has already sent and does not come back to the ring (the
+  /// hand-off, see the header). Runs after the selection and before the wake: the sender
+  /// cannot leave its wait, and its value (`e.packet`) stays put until the wake. An entry
+  /// without a packet (a blocked thread's send) is only woken. Out of line: it runs only after
+  /// a wait-list lock, and inlined it would swell every receive.
+  [[gnu::noinline]] void hand_off(wait_entry& e) noexcept {
+    if (e.packet == nullptr) {
+      return;
+    }
+    std::uint64_t tail = 0;
+    slot* s = nullptr;
+    // One claim on the sender's behalf. If the ring is full again (a sender that was not
+    // waiting took the slot first) or closed, the woken sender tries itself, as every woken
+    // sender did before the hand-off.
+    if (start_send(tail, s) != claim::ok) {
+      return;
+    }
+    // SAFETY: the packet is the selected send case's value (send_case::watch), which nobody
+    // else touches until its wake; the write's release store publishes the moved value.
+    write(*s, tail, *static_cast<T*>(e.packet));
+    note_write(&e.completed, sizeof(e.completed));
+    e.completed = true;
   }
 
   /// Sends if the slot at the senders' position is free and so is the slot `resume_room_`

@@ -13,13 +13,14 @@
 //   owns(sel)    whether selection `sel` is this case's entry;
 //   accept()     the waiter was selected through this case's entry: completes the operation.
 //                For the rendezvous flavour the selector already handed the value over through
-//                the entry's packet, so accept() only collects it; for the buffered flavours a
-//                selection is a wake-up hint and accept() tries again (it may lose to another
-//                receiver, and the select then goes round again).
+//                the entry's packet, so accept() only collects it; so it is for a bounded
+//                channel's send case when the receiver that selected it found it a slot
+//                (wait_entry::completed); otherwise a selection is a wake-up hint and accept()
+//                tries again (it may lose to another party, and the select then goes round).
 // A case that is not chosen leaves its channel and its value untouched: a send case moves from
-// the caller's value only inside a successful try_send, or when a rendezvous partner selected
-// its entry (which only happens while the select waits, and then the select completes through
-// that case).
+// the caller's value only inside a successful try_send, or when a rendezvous partner or a
+// bounded channel's receiver selected its entry (which only happens while the select waits, and
+// then the select completes through that case).
 //
 // Design: crossbeam-channel's `SelectHandle` (crossbeam-rs/crossbeam:
 // crossbeam-channel/src/select.rs: try_select, register, is_ready, unregister, accept) over
@@ -186,9 +187,11 @@ class send_case : public select_case {
     return status_ != send_status::full;
   }
   void watch(waiter& w) noexcept override {
-    // A rendezvous receiver that selects this entry moves the value out of the caller's
-    // variable directly (zero_channel::take).
+    // A receiver that selects this entry moves the value out of the caller's variable
+    // directly: a rendezvous (zero_channel::take) always, a bounded channel when it finds a
+    // slot for it (array_channel::hand_off).
     entry_.emplace(w, value_);
+    handed_off_ = false;
     ch_->watch_send(*entry_, lane_);
   }
   [[nodiscard]] auto ready(waiter const& w) const noexcept -> bool override {
@@ -197,6 +200,10 @@ class send_case : public select_case {
   void unwatch() noexcept override {
     if (entry_) {
       ch_->unwatch_send(*entry_, lane_);
+      // Read once the wait has ended (unwatch follows it): only the selector that won this
+      // entry's operation writes it, before its wake.
+      note_read(&entry_->completed, sizeof(entry_->completed));
+      handed_off_ = entry_->completed;
       entry_.reset();
     }
   }
@@ -204,7 +211,7 @@ class send_case : public select_case {
     return entry_ && selection == entry_->operation();
   }
   auto accept() -> bool override {
-    if (ch_->hands_off()) {
+    if (ch_->hands_off() || handed_off_) {
       status_ = send_status::sent;
       return true;
     }
@@ -229,6 +236,9 @@ class send_case : public select_case {
   F f_;
   send_lane lane_;
   send_status status_ = send_status::full;
+  // Whether the last watched round's entry was completed by a bounded channel's receiver
+  // (wait_entry::completed, array_channel::hand_off).
+  bool handed_off_ = false;
   std::optional<wait_entry> entry_;
 };
 

@@ -166,7 +166,9 @@ struct wait_entry {
   }
 
   waiter* owner;
-  /// Hand-off storage of the waiting operation (a rendezvous passes the value through it).
+  /// Hand-off storage of the waiting operation (a rendezvous passes the value through it; a
+  /// select's send case points it at the value it sends, which a bounded channel's receiver
+  /// may send for it).
   void* packet;
   // Guarded by the queue owner's mutex.
   wait_entry* prev = nullptr;
@@ -174,6 +176,12 @@ struct wait_entry {
   // Written under the queue owner's mutex; read without it only by the entry's owner
   // (is_linked), after its wait was selected.
   atomic<bool> linked{false};
+  /// Set by the selector that completed the waiting operation itself through `packet` (a
+  /// bounded channel's receiver that gave the slot it freed to a waiting sender,
+  /// array_channel::hand_off), before it wakes the owner; read by the owner once its wait
+  /// returned this entry's operation. Plain: the wake's token hand-over orders the two. It
+  /// sits in `linked`'s padding, so an entry is no larger for it.
+  bool completed = false;
 };
 
 static_assert(waiter::first_operation <= alignof(wait_entry),
@@ -338,16 +346,46 @@ class wait_list {
 
   /// notify_one() once its look found a waiter registered: selects and wakes one.
   [[gnu::noinline]] auto notify_one_waiting(waiter const* exclude) noexcept -> bool {
-    wait_entry* e = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      e = queue_.try_select(exclude);
-      // relaxed: guarded by mutex_, as in remove().
-      is_empty_.store(queue_.empty(), std::memory_order_relaxed);
-    }
+    wait_entry* e = select_one(exclude);
     if (e == nullptr) {
       return false;
     }
+    e->owner->wake();
+    return true;
+  }
+
+  /// Selects and unlinks the oldest entry still waiting (not `exclude`), under the lock; the
+  /// caller must wake it. nullptr when none waits.
+  auto select_one(waiter const* exclude) noexcept -> wait_entry* {
+    std::lock_guard lock(mutex_);
+    wait_entry* e = queue_.try_select(exclude);
+    // relaxed: guarded by mutex_, as in remove().
+    is_empty_.store(queue_.empty(), std::memory_order_relaxed);
+    return e;
+  }
+
+  /// notify_one() that lets the waker finish the selected party's operation before the wake:
+  /// `complete(entry)` runs outside the lock, after the selection and before `wake()`, while
+  /// the owner cannot leave its wait (a bounded channel's hand-off to a waiting sender). The
+  /// look costs what notify_one()'s does.
+  template <class Complete>
+  SPINDLE_ALWAYS_INLINE auto notify_one_then(Complete&& complete) noexcept -> bool {
+    // seq_cst (B): as in notify_one().
+    if (is_empty_.load(std::memory_order_seq_cst)) {
+      return false;
+    }
+    return notify_one_waiting_then(complete);
+  }
+
+  /// notify_one_then() once its look found a waiter registered. Out of line, as
+  /// notify_one_waiting(), so that the caller inlines only the look.
+  template <class Complete>
+  [[gnu::noinline]] auto notify_one_waiting_then(Complete& complete) noexcept -> bool {
+    wait_entry* e = select_one(nullptr);
+    if (e == nullptr) {
+      return false;
+    }
+    complete(*e);
     e->owner->wake();
     return true;
   }
