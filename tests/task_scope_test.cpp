@@ -53,6 +53,34 @@ auto started_then_wait(spindle::receiver<int> rx, std::atomic<int>* started,
   co_await wait_forever(std::move(rx), cancelled);
 }
 
+/// An argument whose destructor takes a while (it yields) before it counts itself ended: a
+/// scope that returned from its wait while a child's frame still had to be destroyed shows as a
+/// count short of the children.
+struct slow_to_destroy {
+  explicit slow_to_destroy(std::atomic<int>* ended) noexcept : ended_(ended) {}
+  slow_to_destroy(slow_to_destroy&& other) noexcept
+      : ended_(std::exchange(other.ended_, nullptr)) {}
+  slow_to_destroy(slow_to_destroy const&) = delete;
+  auto operator=(slow_to_destroy const&) -> slow_to_destroy& = delete;
+  auto operator=(slow_to_destroy&&) -> slow_to_destroy& = delete;
+  ~slow_to_destroy() {
+    if (ended_ != nullptr) {
+      for (int i = 0; i < 200; ++i) {
+        std::this_thread::yield();
+      }
+      ended_->fetch_add(1);
+    }
+  }
+
+ private:
+  std::atomic<int>* ended_;
+};
+
+auto holds_slowly(slow_to_destroy arg) -> spindle::task<void> {
+  static_cast<void>(arg);
+  co_return;
+}
+
 TEST(TaskScope, JoinWaitsForEveryChild) {
   spindle::executor ex(2);
   std::atomic<int> sum{0};
@@ -200,6 +228,45 @@ TEST(TaskScope, TheDestructorCancelsAndWaits) {
     }
   }
   EXPECT_EQ(tracked::live(), before);
+}
+
+TEST(TaskScope, EveryChildsFrameIsDestroyedBeforeTheWaitReturns) {
+  // A child's arguments and locals are part of the child: wait(), join() and the destructor
+  // return only once they are destroyed, for children that ran and for children that a
+  // cancelled scope never started.
+  spindle::executor ex(2);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> ended{0};
+    {
+      spindle::task_scope scope(ex);
+      for (int i = 0; i < 4; ++i) {
+        scope.spawn(holds_slowly(slow_to_destroy(&ended)));
+      }
+      scope.wait();
+      EXPECT_EQ(ended.load(), 4) << "wait() returned before a child's frame was destroyed";
+    }
+    std::atomic<int> never_ran{0};
+    {
+      spindle::task_scope scope(ex);
+      scope.cancel();
+      for (int i = 0; i < 4; ++i) {
+        scope.spawn(holds_slowly(slow_to_destroy(&never_ran)));
+      }
+      scope.wait();
+      EXPECT_EQ(never_ran.load(), 4) << "a child that never ran kept its arguments past wait()";
+    }
+    std::atomic<int> joined{0};
+    auto body = [](spindle::executor* e, std::atomic<int>* n) -> spindle::task<int> {
+      spindle::task_scope scope(*e);
+      for (int i = 0; i < 4; ++i) {
+        scope.spawn(holds_slowly(slow_to_destroy(n)));
+      }
+      co_await scope.join();
+      co_return n->load();
+    };
+    EXPECT_EQ(ex.spawn(body(&ex, &joined)).join(), 4)
+        << "join() returned before a child's frame was destroyed";
+  }
 }
 
 TEST(TaskScope, ACancelledScopeRunsNoNewChild) {

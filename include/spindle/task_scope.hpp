@@ -179,15 +179,24 @@ class task_scope {
     member m;
     m.slot = co_await detail::own_cancel_slot{};
     if (!self->attach(m)) {
-      // The scope was cancelled before this child started: it does not run.
+      // The scope was cancelled before this child started: it does not run, and its frame
+      // (the arguments it was given) is destroyed before leave(), as below.
+      static_cast<void>(task<T>(std::move(t)));
       self->leave(nullptr, nullptr);
       co_return;
     }
     std::exception_ptr error;
-    try {
-      co_await std::move(t);
-    } catch (...) {
-      error = std::current_exception();
+    {
+      // The child's frame lives in `child` and ends with this block, before leave(): once a
+      // joiner sees the count at zero, every child's locals and arguments are destroyed too
+      // (no child outlives its scope, its destructors included). A frame destroyed after
+      // leave() ran its destructors while the scope's owner went on, and after the scope.
+      task<T> child(std::move(t));
+      try {
+        co_await std::move(child);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
     // The last touch of the scope: it may be destroyed as soon as the lock is released.
     self->leave(&m, std::move(error));
