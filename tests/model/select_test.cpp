@@ -229,16 +229,16 @@ void send_case_hand_off_against_a_sender_that_did_not_wait() {
   bool b_sent = false;
   model::thread b([&b_sent, tx = tx]() mutable { b_sent = tx.try_send(8).is_sent(); });
   std::vector<int> got;
-  auto take = [&] {
-    auto v = rx.recv();
+  auto take = [&got](spindle::receiver<int>& r) {
+    auto v = r.recv();
     model::check(v.has_value(), "recv reported closed on an open channel");
     got.push_back(*v);
   };
-  take();
-  take();
+  take(rx);
+  take(rx);
   b.join();
   if (b_sent) {
-    take();
+    take(rx);
   }
   a.join();
   model::check(handled == 1, "the send case's handler runs once");
