@@ -51,10 +51,9 @@
 // same CAS and then sends itself, and one that loses that CAS consumes the wake and finds its
 // entry completed. If the receiver's claim of the position fails (the ring is full again, or
 // closed), it only wakes the sender, which tries again. A blocked thread's send (park_on, whose
-// entry has no packet) is only woken: the cost meter counted the hand-off adding line transfers
-// for threads (4x2: 7.8 -> 8.8 a message, 8x8: 9.4 -> 10.1), while for coroutine senders it
-// took the busiest line from 9.4-10.1 to 7.9-8.3 moves a message at 8-16 workers
-// (docs/performance.md, "The hand-off to waiting send cases").
+// entry has no packet) is only woken: for threads the cost meter counted the hand-off adding
+// line transfers, for coroutine senders taking them away (docs/performance.md, "The hand-off to
+// waiting send cases").
 //
 // Close: one fetch_or of the mark bit in tail_. Sends that have not claimed a slot fail from
 // then on; receivers drain what was claimed before and then see closed. When the last receiver
@@ -307,7 +306,7 @@ class array_channel {
   }
 
   /// Forced inline: with hand_off as its second caller g++ kept it out of line, and every
-  /// try_send paid a call (2p2c 0.93x on 2 vCPUs until it was forced).
+  /// try_send paid a call (docs/performance.md, "The hand-off to waiting send cases").
   SPINDLE_ALWAYS_INLINE auto start_send(std::uint64_t& tail, slot*& out) noexcept -> claim {
     backoff spin;
     // relaxed: a stale position only makes the CAS below fail; the stamp's acquire load
